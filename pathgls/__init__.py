@@ -1,0 +1,90 @@
+"""pathgls: can a pathology VLM's report be trusted, without a ground-truth report?
+
+Public API (stable names; everything else is internal):
+
+- configuration: :class:`PathGLSConfig`, :func:`load_config`
+- slides: :func:`open_slide`, :func:`find_slides`
+- feature bags: :func:`extract_slide`, :func:`read_bag`, :func:`validate_bag`
+- encoders: :func:`build_encoder`, :func:`list_encoders`
+- results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Public names → defining module. Imported on first use, so that `import pathgls` (and the
+# CLI's start) stays fast and torch is loaded only by what needs it.
+_LAZY = {
+    "FeatureBag": "pathgls.bags",
+    "read_bag": "pathgls.bags",
+    "validate_bag": "pathgls.bags",
+    "PathGLSConfig": "pathgls.config",
+    "load_config": "pathgls.config",
+    "build_encoder": "pathgls.encoders",
+    "list_encoders": "pathgls.encoders",
+    "ExtractResult": "pathgls.extract",
+    "extract_slide": "pathgls.extract",
+    "find_slides": "pathgls.tiling",
+    "open_slide": "pathgls.tiling",
+    "Entity": "pathgls.types",
+    "GateDecision": "pathgls.types",
+    "ModuleScore": "pathgls.types",
+    "Relation": "pathgls.types",
+    "Report": "pathgls.types",
+    "ReportGraph": "pathgls.types",
+    "ScoreCard": "pathgls.types",
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs
+    from pathgls.bags import FeatureBag, read_bag, validate_bag
+    from pathgls.config import PathGLSConfig, load_config
+    from pathgls.encoders import build_encoder, list_encoders
+    from pathgls.extract import ExtractResult, extract_slide
+    from pathgls.tiling import find_slides, open_slide
+    from pathgls.types import (
+        Entity,
+        GateDecision,
+        ModuleScore,
+        Relation,
+        Report,
+        ReportGraph,
+        ScoreCard,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pathgls' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "Entity",
+    "ExtractResult",
+    "FeatureBag",
+    "GateDecision",
+    "ModuleScore",
+    "PathGLSConfig",
+    "Relation",
+    "Report",
+    "ReportGraph",
+    "ScoreCard",
+    "__version__",
+    "build_encoder",
+    "extract_slide",
+    "find_slides",
+    "list_encoders",
+    "load_config",
+    "open_slide",
+    "read_bag",
+    "validate_bag",
+]

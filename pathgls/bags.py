@@ -1,0 +1,408 @@
+"""HDF5 feature bags: schema, resumable atomic writer, validating reader.
+
+One file per slide and encoder, readable by CLAM/TRIDENT-style loaders::
+
+    features         (N, D)    float32  window mean per patch
+    coords           (N, 2)    int64    level-0 top-left (x, y)
+    window_features  (N, W, D) float16  HighRes window embeddings (grounding uses these)
+    attrs: encoder, patch_size, patch_size_level0, target_magnification, target_mpp,
+           level0_magnification, level0_mpp, window_size, window_stride, slide_name,
+           slide_sha256, pathgls_version, complete (+ provenance extras)
+
+A bag is written to ``<name>.h5.partial`` batch by batch, each batch flushed with the count of
+patches done; it is renamed to ``<name>.h5`` only when complete. An interrupted run resumes
+from the last flushed batch when the partial file opens and matches what is asked, and
+redoes the slide otherwise. Nothing ever reads a ``.partial`` file as a bag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from pathgls.errors import BagError
+
+PARTIAL_SUFFIX = ".partial"
+_PLANNED = "_planned_coords"  # internal dataset of partial files: the coordinates to write
+_DONE = "_n_done"  # attribute of partial files: patches flushed so far
+
+
+@dataclass(frozen=True)
+class BagMeta:
+    """The attributes of a bag. Fields in ``IDENTITY`` decide whether a bag matches a request."""
+
+    encoder: str
+    patch_size: int
+    patch_size_level0: int
+    target_magnification: float
+    target_mpp: float
+    level0_magnification: float
+    level0_mpp: float
+    window_size: int
+    window_stride: int
+    slide_name: str
+    slide_sha256: str
+    pathgls_version: str
+    complete: bool = False
+    # provenance extras
+    patch_level: int = 0
+    mpp_source: str = "metadata"
+    tissue_threshold: float = 0.0
+    overlap: int = 0
+    encoder_model_id: str = ""
+    encoder_revision: str = ""
+    random_weights: bool = False
+    n_windows: int = 0
+    dim: int = 0
+    config_json: str = ""
+    extras: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    #: Fields that must agree for an existing or partial bag to be reused.
+    IDENTITY = (
+        "encoder",
+        "encoder_model_id",
+        "encoder_revision",
+        "patch_size",
+        "patch_size_level0",
+        "patch_level",
+        "target_mpp",
+        "level0_mpp",
+        "window_size",
+        "window_stride",
+        "slide_sha256",
+        "tissue_threshold",
+        "overlap",
+        "n_windows",
+        "dim",
+    )
+
+    def mismatches(self, other: BagMeta) -> list[str]:
+        """Names of identity fields that differ, as ``name: mine != theirs``."""
+        out = []
+        for name in self.IDENTITY:
+            a, b = getattr(self, name), getattr(other, name)
+            if isinstance(a, float) and isinstance(b, float):
+                if not np.isclose(a, b, rtol=1e-9, atol=0):
+                    out.append(f"{name}: {a!r} != {b!r}")
+            elif a != b:
+                out.append(f"{name}: {a!r} != {b!r}")
+        return out
+
+    def to_attrs(self) -> dict[str, Any]:
+        """Attributes as stored in HDF5."""
+        d = asdict(self)
+        d.pop("extras")
+        d.update(self.extras)
+        return d
+
+    @classmethod
+    def from_attrs(cls, attrs: Any) -> BagMeta:
+        """Parse HDF5 attributes, raising :class:`BagError` for missing required ones."""
+        names = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        extras: dict[str, Any] = {}
+        for key, raw in attrs.items():
+            value = raw.item() if isinstance(raw, np.generic) else raw
+            if isinstance(value, bytes):
+                value = value.decode()
+            if key in names and key != "extras":
+                values[key] = value
+            elif not key.startswith("_"):
+                extras[key] = value
+        missing = [f.name for f in fields(cls) if f.name in REQUIRED_ATTRS and f.name not in values]
+        if missing:
+            raise BagError(f"bag is missing attribute(s): {', '.join(missing)}")
+        values["complete"] = bool(values.get("complete", False))
+        values["random_weights"] = bool(values.get("random_weights", False))
+        return cls(**values, extras=extras)
+
+
+REQUIRED_ATTRS = (
+    "encoder",
+    "patch_size",
+    "patch_size_level0",
+    "target_magnification",
+    "target_mpp",
+    "level0_magnification",
+    "level0_mpp",
+    "window_size",
+    "window_stride",
+    "slide_name",
+    "slide_sha256",
+    "pathgls_version",
+    "complete",
+)
+
+
+@dataclass
+class FeatureBag:
+    """A bag read into memory (``window_features`` is None when not loaded)."""
+
+    features: np.ndarray
+    coords: np.ndarray
+    window_features: np.ndarray | None
+    meta: BagMeta
+    path: Path
+
+    def __len__(self) -> int:
+        return int(self.coords.shape[0])
+
+
+def partial_path(path: str | os.PathLike[str]) -> Path:
+    """The in-progress file of a bag."""
+    return Path(str(path) + PARTIAL_SUFFIX)
+
+
+def _check_not_partial(path: Path) -> None:
+    if path.name.endswith(PARTIAL_SUFFIX):
+        raise BagError(f"{path}: is an unfinished (.partial) bag; it is never read as a bag")
+
+
+def validate_bag(path: str | os.PathLike[str]) -> BagMeta:
+    """Check a bag's schema and completeness; return its attributes.
+
+    Raises:
+        BagError: unreadable, a ``.partial`` file, incomplete, or datasets of the wrong shape.
+    """
+    p = Path(path)
+    _check_not_partial(p)
+    try:
+        with h5py.File(p, "r") as f:
+            return _validate_open(f, p)
+    except OSError as e:
+        raise BagError(f"{p}: cannot be opened as HDF5: {e}") from e
+
+
+def _validate_open(f: h5py.File, p: Path) -> BagMeta:
+    for name in ("features", "coords", "window_features"):
+        if name not in f:
+            raise BagError(f"{p}: dataset {name!r} is missing")
+    feats, coords, win = f["features"], f["coords"], f["window_features"]
+    try:
+        meta = BagMeta.from_attrs(f.attrs)
+    except BagError as e:
+        raise BagError(f"{p}: {e}") from e
+    if not meta.complete:
+        raise BagError(f"{p}: the bag is marked incomplete")
+    n = coords.shape[0]
+    if coords.ndim != 2 or coords.shape[1] != 2 or not np.issubdtype(coords.dtype, np.integer):
+        raise BagError(f"{p}: coords must be (N, 2) integers, got {coords.shape} {coords.dtype}")
+    if feats.ndim != 2 or feats.shape[0] != n:
+        raise BagError(f"{p}: features must be (N, D) with N={n}, got {feats.shape}")
+    if win.ndim != 3 or win.shape[0] != n or win.shape[2] != feats.shape[1]:
+        raise BagError(
+            f"{p}: window_features must be (N, W, D), got {win.shape} for features {feats.shape}"
+        )
+    if meta.dim and meta.dim != feats.shape[1]:
+        raise BagError(f"{p}: attribute dim={meta.dim} but features have D={feats.shape[1]}")
+    if meta.n_windows and meta.n_windows != win.shape[1]:
+        raise BagError(f"{p}: attribute n_windows={meta.n_windows} but W={win.shape[1]}")
+    return meta
+
+
+def read_bag(path: str | os.PathLike[str], *, windows: bool = True) -> FeatureBag:
+    """Validate and load a bag (``windows=False`` skips the large window_features)."""
+    p = Path(path)
+    meta = validate_bag(p)
+    with h5py.File(p, "r") as f:
+        return FeatureBag(
+            features=f["features"][:],
+            coords=f["coords"][:],
+            window_features=f["window_features"][:] if windows else None,
+            meta=meta,
+            path=p,
+        )
+
+
+@contextlib.contextmanager
+def open_bag(path: str | os.PathLike[str]) -> Iterator[h5py.File]:
+    """Open a validated bag lazily (datasets are read on slicing; for bags larger than memory)."""
+    p = Path(path)
+    validate_bag(p)
+    with h5py.File(p, "r") as f:
+        yield f
+
+
+class BagWriter:
+    """Writes one bag batch by batch into ``<path>.partial``; :meth:`finalize` renames it.
+
+    Use :meth:`open` to start or resume; ``n_done`` tells where to continue. Batches must be
+    appended in order (``start == n_done``), so a resumed bag is identical to an uninterrupted one.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        meta: BagMeta,
+        coords: np.ndarray,
+        compression: str | None = None,
+        chunk_rows: int = 64,
+    ) -> None:
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.meta = meta
+        self.coords = np.ascontiguousarray(np.asarray(coords, dtype=np.int64).reshape(-1, 2))
+        self.compression = compression
+        self.chunk_rows = max(1, chunk_rows)
+        self.n_done = 0
+        self.resume_note = ""
+        self._file: h5py.File | None = None
+
+    @property
+    def n_total(self) -> int:
+        """Patches the bag will hold."""
+        return int(self.coords.shape[0])
+
+    def open(self) -> BagWriter:
+        """Resume a matching partial file, or start a new one (a stale partial is discarded)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.partial.exists():
+            reason = self._try_resume()
+            if reason is None:
+                return self
+            self.resume_note = f"discarded unusable partial bag ({reason}); starting over"
+            self.partial.unlink()
+        self._create()
+        return self
+
+    def _try_resume(self) -> str | None:
+        try:
+            f = h5py.File(self.partial, "r+")
+        except OSError as e:
+            return f"cannot open: {e}"
+        try:
+            try:
+                old = BagMeta.from_attrs(f.attrs)
+            except BagError as e:
+                return str(e)
+            diffs = self.meta.mismatches(old)
+            if diffs:
+                return "made with other settings: " + "; ".join(diffs)
+            if _PLANNED not in f or not np.array_equal(f[_PLANNED][:], self.coords):
+                return "planned patch coordinates differ"
+            n_done = int(f.attrs.get(_DONE, 0))
+            if not 0 <= n_done <= self.n_total:
+                return f"invalid progress counter {n_done}"
+            for name in ("features", "coords", "window_features"):
+                if name not in f or f[name].shape[0] < n_done:
+                    return f"dataset {name} is shorter than the progress counter"
+                f[name].resize(n_done, axis=0)  # drop rows written after the last flush
+        except Exception as e:  # any damage in a partial file means: redo
+            f.close()
+            return f"damaged: {e}"
+        self._file = f
+        self.n_done = n_done
+        self.resume_note = f"resumed at patch {n_done} of {self.n_total}" if n_done else ""
+        return None
+
+    def _create(self) -> None:
+        f = h5py.File(self.partial, "w")
+        m = self.meta
+        rows = self.chunk_rows
+        kw: dict[str, Any] = {"compression": self.compression} if self.compression else {}
+        f.create_dataset(
+            "features",
+            shape=(0, m.dim),
+            maxshape=(None, m.dim),
+            dtype="float32",
+            chunks=(rows, m.dim),
+            **kw,
+        )
+        f.create_dataset(
+            "coords", shape=(0, 2), maxshape=(None, 2), dtype="int64", chunks=(rows, 2), **kw
+        )
+        f.create_dataset(
+            "window_features",
+            shape=(0, m.n_windows, m.dim),
+            maxshape=(None, m.n_windows, m.dim),
+            dtype="float16",
+            chunks=(max(1, rows // 4), m.n_windows, m.dim),
+            **kw,
+        )
+        f.create_dataset(_PLANNED, data=self.coords)
+        for key, value in self.meta.to_attrs().items():
+            f.attrs[key] = value
+        f.attrs["complete"] = False
+        f.attrs[_DONE] = 0
+        f["coords"].attrs.update(self._coords_attrs())
+        f.flush()
+        self._file = f
+        self.n_done = 0
+
+    def _coords_attrs(self) -> dict[str, Any]:
+        # CLAM/TRIDENT loaders read these from the coords dataset.
+        m = self.meta
+        return {
+            "patch_size": m.patch_size,
+            "patch_size_level0": m.patch_size_level0,
+            "patch_level": m.patch_level,
+            "target_magnification": m.target_magnification,
+            "level0_magnification": m.level0_magnification,
+            "overlap": m.overlap,
+            "name": m.slide_name,
+        }
+
+    def append(
+        self, *, start: int, coords: np.ndarray, window_features: np.ndarray, features: np.ndarray
+    ) -> None:
+        """Append one batch and flush it (with the progress counter) to disk."""
+        f = self._require_open()
+        if start != self.n_done:
+            raise BagError(f"batch starts at {start} but {self.n_done} patches are written")
+        b = len(coords)
+        if not np.array_equal(coords, self.coords[start : start + b]):
+            raise BagError(f"batch coordinates at {start} differ from the planned ones")
+        end = start + b
+        for name, data in (
+            ("features", features),
+            ("coords", coords),
+            ("window_features", window_features),
+        ):
+            ds = f[name]
+            ds.resize(end, axis=0)
+            ds[start:end] = data
+        f.flush()
+        f.attrs[_DONE] = end
+        f.flush()
+        self.n_done = end
+
+    def finalize(self) -> Path:
+        """Mark complete, drop internal data, close and rename to the final path."""
+        f = self._require_open()
+        if self.n_done != self.n_total:
+            raise BagError(f"cannot finalize: {self.n_done} of {self.n_total} patches written")
+        del f[_PLANNED]
+        del f.attrs[_DONE]
+        f.attrs["complete"] = True
+        f.flush()
+        f.close()
+        self._file = None
+        with open(self.partial, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def close(self) -> None:
+        """Close without finalizing (the partial file stays for a later resume)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _require_open(self) -> h5py.File:
+        if self._file is None:
+            raise BagError("the bag writer is not open")
+        return self._file
+
+    def __enter__(self) -> BagWriter:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,42 @@
+"""The ``pathgls`` command line (typer). One module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from pathgls.cli import data as _data
+from pathgls.cli import extract as _extract
+from pathgls.cli import models as _models
+
+app = typer.Typer(
+    name="pathgls",
+    help="Trust scores for pathology VLM reports: Grounding, Logic, Stability, HARE.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+_extract.register(app)
+app.add_typer(_models.app, name="models", help="List and pull model weights.")
+app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True
+    ),
+) -> None:
+    if version:
+        from pathgls import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,42 @@
+"""Helpers shared by the CLI commands: error exit and the per-run log file."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pathgls.errors import PathGLSError
+
+
+def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoReturn:
+    """Print an error (no traceback: these are the user's input problems) and exit."""
+    console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
+    """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``."""
+    logs = out_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("pathgls")
+    old_level = root.level
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()

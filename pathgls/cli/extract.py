@@ -1,0 +1,156 @@
+"""``pathgls extract``: slides → HDF5 feature bags."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from pathgls.cli.common import fail, run_logging
+from pathgls.config import load_config, save_effective_config
+from pathgls.errors import PathGLSError
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``extract`` command to ``app``."""
+    app.command("extract")(extract)
+
+
+Opt = typer.Option
+
+
+def extract(
+    slides: Annotated[
+        Path | None, typer.Argument(help="A slide/image file or a directory searched recursively.")
+    ] = None,
+    out: Annotated[Path, Opt("--out", "-o", help="Run directory for bags, config and log.")] = Path(
+        "runs/extract"
+    ),
+    encoder: Annotated[
+        str | None,
+        Opt("--encoder", "-e", help="plip, quiltnet, conch, hf:<repo-or-dir>, open_clip:..."),
+    ] = None,
+    mag: Annotated[float | None, Opt(help="Target magnification (default 20 = 0.5 µm/px).")] = None,
+    patch_size: Annotated[int | None, Opt(help="Patch side in px at --mag (default 512).")] = None,
+    mpp: Annotated[float | None, Opt(help="µm/px of level 0, for slides without metadata.")] = None,
+    workers: Annotated[int | None, Opt(help="Reader threads (default 2).")] = None,
+    batch_size: Annotated[int | None, Opt(help="Patches per batch (default 32).")] = None,
+    tissue_threshold: Annotated[
+        float | None, Opt(help="Minimum tissue fraction of a patch.")
+    ] = None,
+    device: Annotated[str | None, Opt(help="auto, cpu, cuda, cuda:N.")] = None,
+    models_dir: Annotated[Path | None, Opt(help="Directory of pulled models.")] = None,
+    overwrite: Annotated[bool, Opt(help="Redo slides whose bag exists.")] = False,
+    config: Annotated[Path | None, Opt(help="TOML config file; options given here win.")] = None,
+    sample: Annotated[str | None, Opt(help="Use a sample slide (see `pathgls data list`).")] = None,
+) -> None:
+    """Tile slides at --mag, encode HighRes windows, write one HDF5 feature bag per slide."""
+    from pathgls.encoders import build_encoder
+    from pathgls.extract import extract_slides
+    from pathgls.tiling import find_slides
+
+    console = Console(stderr=True)
+    try:
+        cfg = load_config(
+            config,
+            tiling={
+                "magnification": mag,
+                "patch_size": patch_size,
+                "tissue_threshold": tissue_threshold,
+            },
+            stream={"workers": workers, "batch_size": batch_size},
+            encoder={
+                "name": encoder,
+                "device": device,
+                "models_dir": str(models_dir) if models_dir else None,
+            },
+            bag={"overwrite": overwrite or None},
+        )
+        if (slides is None) == (sample is None):
+            fail(console, "give either SLIDES or --sample NAME")
+        if sample is not None:
+            from pathgls.data import sample_path
+
+            paths = [sample_path(sample)]
+        else:
+            paths = find_slides(slides)
+    except PathGLSError as e:
+        fail(console, e)
+    out.mkdir(parents=True, exist_ok=True)
+    save_effective_config(cfg, out, name="extract-config")
+    with run_logging(out, "extract") as log_path:
+        try:
+            enc = build_encoder(cfg.encoder)
+        except PathGLSError as e:
+            logging.getLogger("pathgls.extract").error("%s", e)
+            fail(console, e)
+        if enc.random_weights:
+            console.print(
+                f"[yellow]warning:[/] encoder {cfg.encoder.name} has random weights: "
+                "its features prove wiring only, never report them as results"
+            )
+        t0 = time.perf_counter()
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as progress:
+            overall = progress.add_task("slides", total=len(paths))
+            current = progress.add_task("patches", total=None)
+
+            def on_start(p: Path, i: int) -> None:
+                progress.reset(current, total=None, description=p.name)
+
+            def on_progress(done: int, total: int) -> None:
+                progress.update(current, completed=done, total=total)
+
+            def on_done(_r: object) -> None:
+                progress.advance(overall)
+
+            results = extract_slides(
+                slides=paths,
+                out_dir=out,
+                encoder=enc,
+                config=cfg,
+                mpp=mpp,
+                on_start=on_start,
+                progress=on_progress,
+                on_done=on_done,
+            )
+        elapsed = time.perf_counter() - t0
+    for r in results:
+        if r.status == "failed":
+            console.print(
+                f"[red]failed[/] {escape(Path(r.slide).name)}: {escape(r.error or '')}",
+                soft_wrap=True,
+            )
+        for w in r.warnings:
+            console.print(
+                f"[yellow]warning[/] {escape(Path(r.slide).name)}: {escape(w)}", soft_wrap=True
+            )
+    counts = {s: sum(r.status == s for r in results) for s in ("done", "skipped", "failed")}
+    encoded = sum(r.n_encoded for r in results)
+    rate = encoded / elapsed if elapsed > 0 else 0.0
+    typer.echo(
+        f"slides: {counts['done']} done, {counts['skipped']} skipped, {counts['failed']} failed; "
+        f"patches: {encoded} encoded ({rate:.1f} patches/s); log: {log_path}"
+    )
+    if counts["failed"]:
+        raise typer.Exit(1)

@@ -1,0 +1,279 @@
+"""The :class:`Encoder` protocol and what every encoder shares.
+
+An encoder turns uint8 RGB images and strings into L2-normalised vectors of one joint space.
+Each backend (Hugging Face ``CLIPModel``, open_clip) only supplies two small functions —
+pixels → features and strings → features — and a :class:`TorchPreprocess` built from its own
+preprocessing config; :class:`ClipEncoder` does the rest (input checks, device transfer, mixed
+precision, batching of strings, normalisation), so every backend behaves the same.
+
+Preprocessing runs in torch on the encoder's device, on the whole batch at once: resize the
+shortest side to the model's input size (antialiased, bicubic unless the model says otherwise)
+only when the image is not already that size, center-crop, scale to [0, 1] and normalise with
+the model's mean/std. No PIL, no per-image Python loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pathgls.errors import ConfigError, EncoderError
+
+logger = logging.getLogger(__name__)
+
+ResolvedPrecision = Literal["fp32", "fp16", "bf16"]
+ResizeMode = Literal["shortest", "squash", "longest"]
+
+_DTYPES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """An image–text encoder: both towers map into one L2-normalised space.
+
+    Attributes:
+        name: The spec the encoder was built from (``plip``, ``hf:<dir>``, ...).
+        dim: Size of the joint embedding.
+        image_size: Side of the square model input, in pixels.
+        precision: ``fp32``, ``fp16`` or ``bf16`` (resolved, never ``auto``).
+        device: Torch device string the model runs on.
+        model_id: Hugging Face repo id, open_clip ``arch:weights``, or the local path.
+        revision: Commit of the weights when known, else None.
+        random_weights: True for the randomly initialised test models; never report their scores.
+    """
+
+    name: str
+    dim: int
+    image_size: int
+    precision: str
+    device: str
+    model_id: str
+    revision: str | None
+    random_weights: bool
+
+    def encode_images(self, images: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Embed a uint8 RGB batch ``(B, H, W, 3)``; returns ``(B, dim)`` float32 on the CPU."""
+        ...
+
+    def encode_text(self, texts: list[str]) -> torch.Tensor:
+        """Embed strings; returns ``(M, dim)`` float32 on the CPU."""
+        ...
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` → ``cuda`` when available, else ``cpu``; anything else is checked and kept."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as e:
+        raise ConfigError(f"invalid encoder device {device!r}: {e}") from e
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"encoder device {device!r} asked for, but CUDA is not available")
+    return resolved
+
+
+def resolve_precision(
+    precision: str, device: torch.device, *, preferred: ResolvedPrecision | None = None
+) -> ResolvedPrecision:
+    """Resolve ``auto``: fp32 on CPU; on CUDA fp16, or ``preferred`` when the model asks for bf16.
+
+    An explicit precision is kept (fp16 on the CPU works but is slow, so it is logged).
+    """
+    if precision == "auto":
+        if device.type != "cuda":
+            return "fp32"
+        return preferred if preferred in ("fp16", "bf16") else "fp16"
+    if precision not in _DTYPES:
+        raise ConfigError(f"precision must be auto, fp32, fp16 or bf16, got {precision!r}")
+    if precision == "fp16" and device.type == "cpu":
+        logger.warning("fp16 on the CPU is slow and may lose accuracy; fp32 is the CPU default")
+    return precision  # type: ignore[return-value]
+
+
+def torch_dtype(precision: str) -> torch.dtype:
+    """The torch dtype of a resolved precision."""
+    return _DTYPES[precision]
+
+
+_INTERPOLATION = {"bicubic": "bicubic", "bilinear": "bilinear", "nearest": "nearest"}
+
+
+@dataclass(frozen=True)
+class TorchPreprocess:
+    """Batched torch preprocessing: resize, center-crop, scale to [0, 1], normalise.
+
+    Attributes:
+        size: Side of the square model input.
+        mean: Per-channel mean of the model (RGB, on the [0, 1] scale).
+        std: Per-channel standard deviation of the model.
+        interpolation: ``bicubic`` (default), ``bilinear`` or ``nearest``; always antialiased.
+        resize_mode: ``shortest`` (resize the short side, then center-crop), ``squash`` (resize
+            both sides) or ``longest`` (resize the long side, then pad with ``fill``).
+        fill: Pad value (0–255) for ``longest``.
+        resize_to: Side the resize aims at before cropping to ``size`` (None: ``size``), for
+            processors that resize to e.g. 256 and crop 224.
+    """
+
+    size: int
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    interpolation: str = "bicubic"
+    resize_mode: ResizeMode = "shortest"
+    fill: int = 0
+    resize_to: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise EncoderError(f"model input size must be >= 1, got {self.size}")
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise EncoderError(
+                f"mean/std must be three values (std > 0), got {self.mean}/{self.std}"
+            )
+        if self.interpolation not in _INTERPOLATION:
+            raise EncoderError(f"unsupported interpolation {self.interpolation!r}")
+        if self.resize_mode not in ("shortest", "squash", "longest"):
+            raise EncoderError(f"unsupported resize mode {self.resize_mode!r}")
+
+    def _resize(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = int(x.shape[-2]), int(x.shape[-1])
+        s = self.resize_to or self.size
+        if self.resize_mode == "squash":
+            new = (s, s)
+        else:
+            scale_side = min(h, w) if self.resize_mode == "shortest" else max(h, w)
+            other = max(1, int(s * (w if h == scale_side else h) / scale_side))
+            new = (s, other) if h == scale_side else (other, s)
+        if new == (h, w):
+            return x
+        mode = _INTERPOLATION[self.interpolation]
+        kwargs: dict[str, Any] = (
+            {} if mode == "nearest" else {"antialias": True, "align_corners": False}
+        )
+        x = F.interpolate(x, size=new, mode=mode, **kwargs)
+        return x.clamp_(0.0, 255.0)  # bicubic overshoots; uint8 pipelines saturate
+
+    def _crop_or_pad(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = int(x.shape[-2]), int(x.shape[-1])
+        s = self.size
+        if h < s or w < s:
+            ph, pw = max(0, s - h), max(0, s - w)
+            x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=float(self.fill))
+            h, w = int(x.shape[-2]), int(x.shape[-1])
+        top, left = (h - s) // 2, (w - s) // 2
+        return x[..., top : top + s, left : left + s]
+
+    def __call__(
+        self, images: np.ndarray | torch.Tensor, *, device: torch.device, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """Turn a uint8 ``(B, H, W, 3)`` batch into normalised ``(B, 3, size, size)`` pixels."""
+        x = as_uint8_batch(images).to(device, non_blocking=True)
+        x = x.permute(0, 3, 1, 2).float()
+        x = self._crop_or_pad(self._resize(x))  # both are no-ops on model-sized input
+        mean = torch.tensor(self.mean, device=device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=device).view(1, 3, 1, 1)
+        x = (x / 255.0 - mean) / std
+        return x.to(dtype)
+
+
+def as_uint8_batch(images: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Check a ``(B, H, W, 3)`` uint8 batch and return it as a CPU or device tensor (no copy)."""
+    if isinstance(images, np.ndarray):
+        if images.dtype != np.uint8:
+            raise EncoderError(f"images must be uint8 RGB, got dtype {images.dtype}")
+        tensor = torch.from_numpy(np.ascontiguousarray(images))
+    elif isinstance(images, torch.Tensor):
+        if images.dtype != torch.uint8:
+            raise EncoderError(f"images must be uint8 RGB, got dtype {images.dtype}")
+        tensor = images
+    else:
+        raise EncoderError(
+            f"images must be a numpy array or torch tensor, got {type(images).__name__}"
+        )
+    if tensor.ndim != 4 or tensor.shape[-1] != 3:
+        raise EncoderError(f"images must have shape (B, H, W, 3), got {tuple(tensor.shape)}")
+    return tensor
+
+
+@dataclass
+class ClipEncoder:
+    """An :class:`Encoder` made of a preprocessing step and two feature functions.
+
+    Backends build it; users get it from :func:`pathgls.encoders.build_encoder`. Both feature
+    functions run under ``torch.inference_mode()`` and return unnormalised features; this class
+    normalises them and hands back float32 CPU tensors.
+
+    Attributes:
+        image_features: Normalised pixels ``(B, 3, S, S)`` on ``device`` → features ``(B, D)``.
+        text_features: A list of strings → features ``(M, D)``.
+        preprocess: The model's image preprocessing.
+        module: The underlying ``torch.nn.Module`` (for inspection; do not move it).
+        text_batch_size: Strings per forward pass of the text tower.
+    """
+
+    name: str
+    dim: int
+    image_size: int
+    precision: ResolvedPrecision
+    device: str
+    model_id: str
+    revision: str | None
+    random_weights: bool
+    image_features: Callable[[torch.Tensor], torch.Tensor] = field(repr=False)
+    text_features: Callable[[list[str]], torch.Tensor] = field(repr=False)
+    preprocess: TorchPreprocess = field(repr=False)
+    module: torch.nn.Module | None = field(default=None, repr=False)
+    text_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.random_weights:
+            logger.warning(
+                "encoder %s has RANDOM weights (%s): for tests and benchmarks only, "
+                "its scores must never be reported as results",
+                self.name,
+                self.model_id,
+            )
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Torch dtype the model computes in."""
+        return torch_dtype(self.precision)
+
+    def encode_images(self, images: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Embed a uint8 RGB batch ``(B, H, W, 3)``; returns ``(B, dim)`` float32 CPU, unit norm."""
+        batch = as_uint8_batch(images)
+        if batch.shape[0] == 0:
+            return torch.zeros((0, self.dim), dtype=torch.float32)
+        device = torch.device(self.device)
+        with torch.inference_mode():
+            pixels = self.preprocess(batch, device=device, dtype=self.dtype)
+            feats = self.image_features(pixels)
+            return _normalise(feats)
+
+    def encode_text(self, texts: Sequence[str]) -> torch.Tensor:
+        """Embed strings; returns ``(M, dim)`` float32 CPU, unit norm."""
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise EncoderError("encode_text expects a list of strings")
+        items = list(texts)
+        if not items:
+            return torch.zeros((0, self.dim), dtype=torch.float32)
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(items), self.text_batch_size):
+                chunk = items[start : start + self.text_batch_size]
+                out.append(_normalise(self.text_features(chunk)))
+        return torch.cat(out)
+
+
+def _normalise(features: torch.Tensor) -> torch.Tensor:
+    return F.normalize(features.float(), dim=-1).cpu()

@@ -1,0 +1,189 @@
+"""Hugging Face ``CLIPModel`` encoders: PLIP and any ``hf:<repo-or-dir>``.
+
+The model, its tokenizer and its image-processor config are read from a local directory with
+``local_files_only=True``; the processor config only supplies the numbers (input size, resize
+rule, mean/std) for the batched torch preprocessing of :class:`TorchPreprocess`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from pathgls.config import EncoderConfig
+from pathgls.encoders import hub
+from pathgls.encoders.base import (
+    ClipEncoder,
+    TorchPreprocess,
+    resolve_device,
+    resolve_precision,
+    torch_dtype,
+)
+from pathgls.encoders.registry import register_encoder
+from pathgls.errors import EncoderError
+
+logger = logging.getLogger(__name__)
+
+# OpenAI CLIP statistics: the fallback when a checkpoint ships no processor config.
+_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+_PIL_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}
+
+
+def _pooled(output: Any) -> torch.Tensor:
+    """Projected features from ``get_*_features``.
+
+    transformers 5 returns a ``BaseModelOutputWithPooling`` whose ``pooler_output`` holds the
+    projected embedding; transformers 4 returned the tensor itself.
+    """
+    return output if isinstance(output, torch.Tensor) else output.pooler_output
+
+
+def _field(value: Any, key: str) -> Any:
+    """``value[key]`` or ``value.key``: sizes are dicts in transformers 4, SizeDicts in 5."""
+    if isinstance(value, dict):
+        return value.get(key)
+    return getattr(value, key, None)
+
+
+def _preprocess_from_processor(location: str, image_size: int) -> TorchPreprocess:
+    from transformers import AutoImageProcessor
+
+    try:
+        proc = AutoImageProcessor.from_pretrained(location, local_files_only=True)
+    except (OSError, ValueError) as e:
+        logger.warning(
+            "no image processor config in %s (%s); using OpenAI CLIP mean/std", location, e
+        )
+        return TorchPreprocess(size=image_size, mean=_CLIP_MEAN, std=_CLIP_STD)
+    shortest = _field(getattr(proc, "size", None), "shortest_edge")
+    crop = getattr(proc, "crop_size", None)
+    crop_side = _field(crop, "height") if getattr(proc, "do_center_crop", True) else None
+    if crop_side is not None and crop_side != image_size:
+        logger.warning(
+            "processor of %s crops to %s but the model takes %s px; using the model's size",
+            location,
+            crop_side,
+            image_size,
+        )
+    resample = getattr(proc, "resample", 3)
+    interpolation = _PIL_RESAMPLE.get(int(resample) if isinstance(resample, int) else 3, "bicubic")
+    mean = tuple(float(v) for v in getattr(proc, "image_mean", _CLIP_MEAN))
+    std = tuple(float(v) for v in getattr(proc, "image_std", _CLIP_STD))
+    return TorchPreprocess(
+        size=image_size,
+        mean=mean,  # type: ignore[arg-type]
+        std=std,  # type: ignore[arg-type]
+        interpolation=interpolation,
+        resize_mode="shortest" if shortest else "squash",
+        resize_to=int(shortest) if shortest else None,
+    )
+
+
+def load_hf_clip(
+    config: EncoderConfig, location: str, *, model_id: str | None = None
+) -> ClipEncoder:
+    """Build an encoder from a local Hugging Face ``CLIPModel`` directory.
+
+    Args:
+        config: Encoder config (name, device, precision).
+        location: Directory with ``config.json``, weights, tokenizer and processor config.
+        model_id: Repo id to record (default: read from the directory, else the path).
+
+    Raises:
+        EncoderError: the directory holds no loadable ``CLIPModel``.
+    """
+    from transformers import AutoConfig, AutoTokenizer, CLIPModel
+
+    device = resolve_device(config.device)
+    try:
+        hf_config = AutoConfig.from_pretrained(location, local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise EncoderError(
+            f"{config.name!r}: no Hugging Face model config in {location}: {e}"
+        ) from e
+    if hf_config.model_type != "clip":
+        raise EncoderError(
+            f"{config.name!r}: {location} holds a {hf_config.model_type!r} model, not a CLIPModel"
+        )
+    saved = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+    preferred = "bf16" if saved in (torch.bfloat16, "bfloat16") else None
+    precision = resolve_precision(config.precision, device, preferred=preferred)
+    try:
+        with _quiet_loading():
+            model, info = CLIPModel.from_pretrained(
+                location,
+                dtype=torch_dtype(precision),
+                local_files_only=True,
+                output_loading_info=True,
+            )
+        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+    except (OSError, ValueError, RuntimeError, KeyError) as e:
+        raise EncoderError(f"{config.name!r}: cannot load CLIPModel from {location}: {e}") from e
+    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
+    if missing:
+        raise EncoderError(
+            f"{config.name!r}: weights in {location} do not cover the model "
+            f"({len(missing)} missing, e.g. {missing[:3]})"
+        )
+    model = model.to(device).eval()
+    image_size = int(hf_config.vision_config.image_size)
+    max_len = min(
+        int(tokenizer.model_max_length), int(hf_config.text_config.max_position_embeddings)
+    )
+
+    def image_features(pixels: torch.Tensor) -> torch.Tensor:
+        return _pooled(model.get_image_features(pixel_values=pixels))
+
+    def text_features(texts: list[str]) -> torch.Tensor:
+        tok = tokenizer(
+            texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt"
+        )
+        out = model.get_text_features(
+            input_ids=tok["input_ids"].to(device), attention_mask=tok["attention_mask"].to(device)
+        )
+        return _pooled(out)
+
+    source_repo, revision = hub.location_source(location)
+    return ClipEncoder(
+        name=config.name,
+        dim=int(hf_config.projection_dim),
+        image_size=image_size,
+        precision=precision,
+        device=str(device),
+        model_id=model_id or source_repo or str(location),
+        revision=revision,
+        random_weights=hub.is_random_weights(location),
+        image_features=image_features,
+        text_features=text_features,
+        preprocess=_preprocess_from_processor(location, image_size),
+        module=model,
+    )
+
+
+@register_encoder(
+    "plip",
+    description="PLIP: CLIP ViT-B/32 fine-tuned on OpenPath pathology image–text pairs",
+    repo_id="vinid/plip",
+    kind="hf_clip",
+)
+def _plip(config: EncoderConfig, location: str) -> ClipEncoder:
+    return load_hf_clip(config, location, model_id="vinid/plip")
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Hide transformers' per-load progress bar (it would garble pathgls' own progress display)."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()

@@ -1,0 +1,115 @@
+"""HighRes windows: encode each patch as a grid of model-sized windows.
+
+A 512 px patch seen by a 224 px encoder loses detail when shrunk; HighRes instead cuts it into
+windows of ``window_size`` px placed every ``window_stride`` px, with the last window of each
+axis shifted inward so it ends exactly at the patch edge (512/224/224 → offsets 0, 224, 288).
+Windows are numbered row-major (y outer, x inner). Grounding uses every window's embedding;
+the patch feature is their mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pathgls.encoders.base import Encoder, as_uint8_batch
+from pathgls.errors import ConfigError
+
+
+def window_offsets(patch_size: int, window: int, stride: int) -> list[int]:
+    """Window start offsets along one axis.
+
+    ``0, stride, 2·stride, ...`` while the window fits, plus one last window shifted inward to
+    end exactly at ``patch_size`` when the grid does not reach the edge. A window at least as
+    large as the patch gives ``[0]`` (the whole patch is one window).
+
+    Raises:
+        ConfigError: a size or the stride is not positive.
+    """
+    if patch_size < 1 or window < 1 or stride < 1:
+        raise ConfigError(
+            f"patch_size, window and stride must be >= 1, got {patch_size}, {window}, {stride}"
+        )
+    if window >= patch_size:
+        return [0]
+    offsets = list(range(0, patch_size - window + 1, stride))
+    if offsets[-1] + window < patch_size:
+        offsets.append(patch_size - window)
+    return offsets
+
+
+def _sides(patch_size: int | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(patch_size, int):
+        return patch_size, patch_size
+    height, width = patch_size
+    return int(height), int(width)
+
+
+def window_coords(patch_size: int | tuple[int, int], window: int, stride: int) -> np.ndarray:
+    """Top-left ``(x, y)`` of every window inside a patch, row-major (y outer, x inner).
+
+    Args:
+        patch_size: Patch side, or ``(height, width)`` for a rectangular image (e.g. an ROI).
+        window: Window side in pixels (clipped to the patch).
+        stride: Step between windows.
+
+    Returns:
+        ``(W, 2)`` int64 offsets in patch pixels; add them (scaled to level 0) to a patch's
+        level-0 coordinates to place a window on the slide.
+    """
+    height, width = _sides(patch_size)
+    ys = window_offsets(height, window, stride)
+    xs = window_offsets(width, window, stride)
+    return np.array([(x, y) for y in ys for x in xs], dtype=np.int64).reshape(-1, 2)
+
+
+def encode_highres(
+    encoder: Encoder,
+    patches: np.ndarray | torch.Tensor,
+    *,
+    window_size: int,
+    window_stride: int,
+    max_batch: int = 256,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Encode every HighRes window of a batch of patches.
+
+    All windows of all patches go through the encoder as one stream of batched calls of at most
+    ``max_batch`` windows (this bounds memory; it does not change the result).
+
+    Args:
+        encoder: Any :class:`~pathgls.encoders.Encoder`.
+        patches: uint8 RGB ``(B, H, W, 3)`` (numpy, or a torch tensor on any device).
+        window_size: Window side in pixels (windows larger than the patch cover the whole patch).
+        window_stride: Step between windows.
+        max_batch: Most windows per ``encode_images`` call.
+
+    Returns:
+        ``(window_features, features)``: ``(B, W, D)`` float32 normalised window embeddings in
+        the order of :func:`window_coords`, and ``(B, D)`` float32 their mean per patch. The mean
+        of unit vectors is deliberately **not** re-normalised: its norm says how much the
+        windows agree, and bags store it as is.
+
+    Raises:
+        ConfigError: bad window parameters or ``max_batch``.
+    """
+    if max_batch < 1:
+        raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
+    batch = as_uint8_batch(patches)
+    n, height, width = int(batch.shape[0]), int(batch.shape[1]), int(batch.shape[2])
+    coords = window_coords((height, width), window_size, window_stride)
+    wh, ww = min(window_size, height), min(window_size, width)
+    n_windows = len(coords)
+    if n == 0:
+        empty = np.zeros((0, n_windows, encoder.dim), dtype=np.float32)
+        return empty, np.zeros((0, encoder.dim), dtype=np.float32)
+    out = np.empty((n * n_windows, encoder.dim), dtype=np.float32)
+    for start in range(0, n * n_windows, max_batch):
+        idx = range(start, min(start + max_batch, n * n_windows))
+        crops = []
+        for i in idx:
+            x, y = (int(v) for v in coords[i % n_windows])
+            crops.append(batch[i // n_windows, y : y + wh, x : x + ww])
+        feats = encoder.encode_images(torch.stack(crops))
+        out[idx.start : idx.stop] = feats.numpy()
+    window_features = out.reshape(n, n_windows, encoder.dim)
+    return window_features, window_features.mean(axis=1, dtype=np.float32)

@@ -1,0 +1,244 @@
+"""Slide → HDF5 feature bag: tiling, streaming, HighRes encoding, resumable writing.
+
+:func:`extract_slide` does one slide and never raises for a bad slide: it returns an
+:class:`ExtractResult` whose ``status`` is ``failed`` with the reason, so a folder run goes on
+with the other slides. :func:`extract_slides` runs a list and writes the run log and config.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pathgls import __version__
+from pathgls.bags import BagMeta, BagWriter, validate_bag
+from pathgls.config import PathGLSConfig, config_to_dict
+from pathgls.encoders import Encoder, encode_highres, window_offsets
+from pathgls.errors import BagError, PathGLSError
+from pathgls.tiling import file_sha256, make_grid, open_slide, stream_patches
+
+log = logging.getLogger("pathgls.extract")
+
+Status = Literal["done", "skipped", "failed"]
+#: Called with (patches done, patches total) after every batch.
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class ExtractResult:
+    """What happened to one slide."""
+
+    slide: str
+    status: Status
+    bag_path: str | None = None
+    n_patches: int = 0
+    n_encoded: int = 0  # patches encoded in this run (less than n_patches after a resume)
+    seconds: float = 0.0
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def patches_per_second(self) -> float:
+        """Encoding throughput of this run."""
+        return self.n_encoded / self.seconds if self.seconds > 0 else 0.0
+
+
+def encoder_slug(name: str) -> str:
+    """Filesystem-safe short name of an encoder spec (``hf:/x/tiny-clip`` → ``hf-tiny-clip``)."""
+    scheme, _, rest = name.partition(":")
+    if not rest:
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "encoder"
+    tail = Path(rest.rstrip("/")).name or rest
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{scheme}-{tail}").strip("-")
+
+
+def bag_path_for(out_dir: str | Path, slide_name: str, encoder_name: str) -> Path:
+    """Where the bag of ``slide_name`` for ``encoder_name`` lives (TRIDENT-like layout)."""
+    return Path(out_dir) / f"features_{encoder_slug(encoder_name)}" / f"{slide_name}.h5"
+
+
+def extract_slide(
+    *,
+    slide: str | Path,
+    out_dir: str | Path,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    mpp: float | None = None,
+    progress: ProgressFn | None = None,
+) -> ExtractResult:
+    """Extract the feature bag of one slide (resuming a partial bag, skipping a complete one).
+
+    Args:
+        slide: slide or image file.
+        out_dir: run directory; the bag goes to ``features_<encoder>/<slide>.h5``.
+        encoder: image encoder (its ``name`` must equal ``config.encoder.name``).
+        config: effective configuration.
+        mpp: µm/px of level 0 given by the user (overrides metadata; required when it is absent).
+        progress: called with (done, total) after each batch.
+
+    Returns:
+        The result; ``status="failed"`` with ``error`` set when the slide could not be done.
+    """
+    t0 = time.perf_counter()
+    name = Path(slide).stem
+    result = ExtractResult(slide=str(slide), status="failed")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _extract(Path(slide), Path(out_dir), encoder, config, mpp, progress, result)
+        result.warnings.extend(str(w.message) for w in caught)
+    except PathGLSError as e:
+        result.status, result.error = "failed", str(e)
+        log.error("%s: %s", name, e)
+    except Exception as e:  # an unexpected failure of one slide must not end the run
+        result.status, result.error = "failed", f"{type(e).__name__}: {e}"
+        log.error("%s: unexpected error\n%s", name, traceback.format_exc())
+    result.seconds = time.perf_counter() - t0
+    for w in result.warnings:
+        log.warning("%s: %s", name, w)
+    return result
+
+
+def _extract(
+    slide: Path,
+    out_dir: Path,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    mpp: float | None,
+    progress: ProgressFn | None,
+    result: ExtractResult,
+) -> None:
+    tc, ec, sc = config.tiling, config.encoder, config.stream
+    reader = open_slide(slide, mpp=mpp, image_mpp=tc.image_mpp)
+    try:
+        if reader.mpp_source == "default":
+            result.warnings.append(
+                f"no resolution metadata; assumed {reader.mpp:g} µm/px (pass --mpp to set it)"
+            )
+        grid = make_grid(reader, tc)
+        plan = grid.plan
+        offsets = window_offsets(plan.patch_size, ec.window_size, ec.window_stride)
+        meta = BagMeta(
+            encoder=ec.name,
+            patch_size=plan.patch_size,
+            patch_size_level0=plan.patch_size_level0,
+            target_magnification=plan.target_magnification,
+            target_mpp=plan.target_mpp,
+            level0_magnification=plan.level0_magnification,
+            level0_mpp=plan.level0_mpp,
+            window_size=ec.window_size,
+            window_stride=ec.window_stride,
+            slide_name=reader.name,
+            slide_sha256=file_sha256(slide),
+            pathgls_version=__version__,
+            patch_level=plan.level,
+            mpp_source=plan.mpp_source,
+            tissue_threshold=tc.tissue_threshold,
+            overlap=tc.overlap,
+            encoder_model_id=encoder.model_id,
+            encoder_revision=encoder.revision or "",
+            random_weights=encoder.random_weights,
+            n_windows=len(offsets) ** 2,
+            dim=encoder.dim,
+            config_json=json.dumps(config_to_dict(config), sort_keys=True),
+        )
+        path = bag_path_for(out_dir, reader.name, ec.name)
+        result.bag_path, result.n_patches = str(path), len(grid)
+        if len(grid) == 0:
+            result.warnings.append("no tissue patches found; the bag is empty")
+        if path.exists() and not config.bag.overwrite:
+            _check_existing(path, meta)
+            result.status = "skipped"
+            return
+        writer = BagWriter(
+            path,
+            meta=meta,
+            coords=grid.coords,
+            compression=config.bag.compression,
+            chunk_rows=sc.batch_size,
+        )
+        with writer:
+            if writer.resume_note:
+                result.warnings.append(writer.resume_note)
+            done0 = writer.n_done
+            if progress:
+                progress(done0, writer.n_total)
+            for batch in stream_patches(
+                reader,
+                grid.coords,
+                plan,
+                batch_size=sc.batch_size,
+                workers=sc.workers,
+                prefetch=sc.prefetch,
+                start=done0,
+            ):
+                win, feats = encode_highres(
+                    encoder,
+                    batch.images,
+                    window_size=ec.window_size,
+                    window_stride=ec.window_stride,
+                )
+                writer.append(
+                    start=batch.start, coords=batch.coords, window_features=win, features=feats
+                )
+                if progress:
+                    progress(writer.n_done, writer.n_total)
+            result.n_encoded = writer.n_done - done0
+            writer.finalize()
+        result.status = "done"
+    finally:
+        reader.close()
+
+
+def _check_existing(path: Path, meta: BagMeta) -> None:
+    try:
+        old = validate_bag(path)
+    except BagError as e:
+        raise BagError(f"{path}: an existing bag is invalid ({e}); rerun with --overwrite") from e
+    diffs = meta.mismatches(old)
+    if diffs:
+        raise BagError(
+            f"{path}: an existing bag was made with other settings ({'; '.join(diffs)}); "
+            "rerun with --overwrite or use another --out"
+        )
+
+
+def extract_slides(
+    *,
+    slides: Sequence[str | Path],
+    out_dir: str | Path,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    mpp: float | None = None,
+    on_start: Callable[[Path, int], None] | None = None,
+    progress: ProgressFn | None = None,
+    on_done: Callable[[ExtractResult], None] | None = None,
+) -> list[ExtractResult]:
+    """Extract several slides in order; a failed slide is recorded and the run goes on."""
+    results = []
+    for i, s in enumerate(slides):
+        if on_start:
+            on_start(Path(s), i)
+        r = extract_slide(
+            slide=s, out_dir=out_dir, encoder=encoder, config=config, mpp=mpp, progress=progress
+        )
+        log.info(
+            "%s: %s (%d patches, %.1f s)%s",
+            Path(s).name,
+            r.status,
+            r.n_patches,
+            r.seconds,
+            f" — {r.error}" if r.error else "",
+        )
+        results.append(r)
+        if on_done:
+            on_done(r)
+    return results

@@ -1,0 +1,288 @@
+"""Randomly initialised models of the real architectures, for tests and benchmarks.
+
+Each helper writes a model directory that the real registry code loads (``hf:<dir>``,
+``open_clip:<dir>``, or a models directory laid out as ``<org>--<name>``), fully offline: the
+tokenizers are built here from the byte-level alphabet, nothing comes from the hub. Every
+directory carries the marker file ``PATHGLS_RANDOM_WEIGHTS``; encoders loaded from it report
+``random_weights=True`` and log a warning. These models prove wiring, shapes and speed — their
+scores mean nothing and are never reported as results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from pathgls.encoders.hub import RANDOM_WEIGHTS_MARKER
+
+_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+_CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
+
+# Hugging Face CLIP sizes: "tiny" for tests, "plip" = vinid/plip (ViT-B/32 + 12-layer text).
+_HF_SIZES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "text": {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+        },
+        "vision": {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+        },
+        "projection_dim": 16,
+        "vocab_size": None,  # the tokenizer's
+    },
+    "plip": {
+        "text": {
+            "hidden_size": 512,
+            "intermediate_size": 2048,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 8,
+        },
+        "vision": {
+            "hidden_size": 768,
+            "intermediate_size": 3072,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+        },
+        "projection_dim": 512,
+        "vocab_size": 49408,
+    },
+}
+
+
+def mark_random(directory: str | os.PathLike[str]) -> Path:
+    """Write the ``PATHGLS_RANDOM_WEIGHTS`` marker into ``directory``."""
+    marker = Path(directory) / RANDOM_WEIGHTS_MARKER
+    marker.write_text(
+        "Randomly initialised weights written by pathgls.testing; never report scores.\n"
+    )
+    return marker
+
+
+def _byte_alphabet() -> list[str]:
+    from tokenizers import pre_tokenizers
+
+    return sorted(pre_tokenizers.ByteLevel.alphabet())
+
+
+def _clip_tokenizer(max_length: int) -> Any:
+    """A working CLIP byte-level BPE tokenizer (bytes, no merges) with CLIP's special tokens."""
+    from transformers import CLIPTokenizer
+
+    alphabet = _byte_alphabet()
+    vocab = {c: i for i, c in enumerate(alphabet)}
+    vocab.update({c + "</w>": len(alphabet) + i for i, c in enumerate(alphabet)})
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)  # the highest id, as in CLIP
+    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=max_length)
+
+
+def save_random_hf_clip(
+    directory: str | os.PathLike[str], *, size: Literal["tiny", "plip"] = "tiny", seed: int = 0
+) -> Path:
+    """Save a random Hugging Face ``CLIPModel`` with tokenizer and image-processor config.
+
+    Args:
+        directory: Created if needed.
+        size: ``tiny`` (2-layer, 32-wide towers, 16-d space) or ``plip`` (the full architecture
+            of ``vinid/plip``: ViT-B/32 at 224 px, hidden 768; 12-layer 512-wide text; 512-d).
+        seed: Torch seed of the initialisation.
+
+    Returns:
+        The directory, loadable as ``hf:<directory>``.
+    """
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = _HF_SIZES[size]
+    tokenizer = _clip_tokenizer(77)
+    text = {
+        **spec["text"],
+        "vocab_size": spec["vocab_size"] or len(tokenizer),
+        "max_position_embeddings": 77,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    vision = {**spec["vision"], "image_size": 224, "patch_size": 32}
+    config = CLIPConfig(
+        text_config=text, vision_config=vision, projection_dim=spec["projection_dim"]
+    )
+    torch.manual_seed(seed)
+    CLIPModel(config).eval().save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    CLIPImageProcessor(
+        size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}
+    ).save_pretrained(out)
+    mark_random(out)
+    return out
+
+
+_TINY_OPEN_CLIP = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 224, "layers": 2, "width": 32, "head_width": 16, "patch_size": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
+}
+
+
+def _preprocess_cfg(size: int) -> dict[str, Any]:
+    return {
+        "size": size,
+        "mean": _CLIP_MEAN,
+        "std": _CLIP_STD,
+        "interpolation": "bicubic",
+        "resize_mode": "shortest",
+    }
+
+
+def save_random_open_clip(directory: str | os.PathLike[str], *, seed: int = 0) -> Path:
+    """Save a tiny random open_clip CLIP (``open_clip_config.json`` + safetensors weights).
+
+    It uses open_clip's bundled CLIP tokenizer (vocabulary 49408, context 77), so it loads
+    offline as ``open_clip:<directory>``.
+    """
+    import open_clip
+    from safetensors.torch import save_file
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    model = open_clip.CLIP(**json.loads(json.dumps(_TINY_OPEN_CLIP)))
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(out / "open_clip_model.safetensors"))
+    config = {"model_cfg": _TINY_OPEN_CLIP, "preprocess_cfg": _preprocess_cfg(224)}
+    (out / "open_clip_config.json").write_text(json.dumps(config, indent=2))
+    mark_random(out)
+    return out
+
+
+# Tiny CONCH: same structure as the real one (timm trunk + attentional pooling + CLS text tower).
+_TINY_CONCH = {
+    "embed_dim": 16,
+    "custom_text": True,
+    "vision_cfg": {
+        "image_size": 448, "patch_size": 16, "width": 32, "layers": 2, "head_width": 16,
+        "mlp_ratio": 4.0, "no_ln_pre": True, "attentional_pool": True, "attn_pooler_queries": 1,
+        "attn_pooler_heads": 2, "pool_type": "tok", "norm_kwargs": {"eps": 1e-06},
+    },
+    "text_cfg": {
+        "context_length": 15, "vocab_size": 259, "width": 32, "heads": 2, "layers": 2,
+        "mlp_ratio": 4.0, "embed_cls": True, "pad_id": 0,
+    },
+}  # fmt: skip
+
+
+class ConchVisualReference(nn.Module):
+    """CONCH's contrastive image path with CONCH's parameter names (``visual.*`` of its checkpoint).
+
+    timm ViT trunk (final norm included) → attentional pooler (1 query) → LayerNorm → projection,
+    as in ``conch.open_clip_custom.vision_tower.VisualModel``; the caption pooler is kept only so
+    the checkpoint has all of CONCH's keys. Used to write and to check the tiny CONCH.
+    """
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        from open_clip.transformer import AttentionalPooler
+        from timm.models.vision_transformer import VisionTransformer
+
+        super().__init__()
+        v, dim = cfg["vision_cfg"], cfg["embed_dim"]
+        self.trunk = VisionTransformer(
+            img_size=v["image_size"], patch_size=v["patch_size"], embed_dim=v["width"],
+            depth=v["layers"], num_heads=v["width"] // v["head_width"], mlp_ratio=v["mlp_ratio"],
+            num_classes=0, dynamic_img_size=True,
+        )  # fmt: skip
+        heads = v["attn_pooler_heads"]
+        self.attn_pool_contrast = AttentionalPooler(dim, v["width"], n_head=heads, n_queries=1)
+        self.ln_contrast = nn.LayerNorm(dim)
+        self.proj_contrast = nn.Parameter(v["width"] ** -0.5 * torch.randn(dim, dim))
+        self.attn_pool_caption = AttentionalPooler(
+            v["width"], v["width"], n_head=heads, n_queries=4
+        )
+        self.ln_caption = nn.LayerNorm(v["width"])
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        tokens = self.trunk.forward_features(pixels)
+        pooled = self.ln_contrast(self.attn_pool_contrast(tokens)[:, 0])
+        return pooled @ self.proj_contrast
+
+
+def _conch_tokenizer() -> Any:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    specials = ["<pad>", "<start_of_text>", "<end_of_text>"]
+    vocab = {t: i for i, t in enumerate(specials)}
+    vocab.update({c: len(specials) + i for i, c in enumerate(_byte_alphabet())})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.normalizer = normalizers.Sequence(
+        [normalizers.NFD(), normalizers.StripAccents(), normalizers.Lowercase()]
+    )
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<start_of_text> $A <end_of_text>",
+        special_tokens=[("<start_of_text>", 1), ("<end_of_text>", 2)],
+    )
+    tok.add_special_tokens(specials)
+    return tok
+
+
+def save_random_conch(directory: str | os.PathLike[str], *, seed: int = 0) -> Path:
+    """Save a tiny random CONCH in CONCH's own checkpoint layout (``pytorch_model.bin``).
+
+    Also writes a byte-level ``tokenizer.json`` with CONCH's special tokens and an
+    ``open_clip_config.json`` with the tiny sizes, so that the ``conch`` registry entry loads it
+    (e.g. from ``<models_dir>/MahmoodLab--CONCH``). LayerNorm affines and the patch-embedding
+    bias are randomised too, so a conversion that dropped any of them would be caught.
+    """
+    from open_clip.transformer import TextTransformer
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    visual = ConchVisualReference(_TINY_CONCH)
+    t = _TINY_CONCH["text_cfg"]
+    text = TextTransformer(
+        context_length=t["context_length"], vocab_size=t["vocab_size"], width=t["width"],
+        heads=t["heads"], layers=t["layers"], output_dim=_TINY_CONCH["embed_dim"],
+        embed_cls=True, pad_id=t["pad_id"],
+    )  # fmt: skip
+    with torch.no_grad():
+        for module in [*visual.modules(), *text.modules()]:
+            if isinstance(module, nn.LayerNorm):
+                module.weight.normal_(1.0, 0.2)
+                module.bias.normal_(0.0, 0.2)
+        visual.trunk.patch_embed.proj.bias.normal_(0.0, 0.2)
+        text.cls_emb.normal_(0.0, 0.02)
+        text.positional_embedding.normal_(0.0, 0.01)
+        text.text_projection.normal_(0.0, t["width"] ** -0.5)
+    state = {f"visual.{k}": v for k, v in visual.state_dict().items()}
+    state.update({f"text.{k}": v for k, v in text.state_dict().items()})
+    state["logit_scale"] = torch.tensor(4.6052)
+    torch.save(state, out / "pytorch_model.bin")
+    config = {"model_cfg": _TINY_CONCH, "preprocess_cfg": _preprocess_cfg(448)}
+    (out / "open_clip_config.json").write_text(json.dumps(config, indent=2))
+    _conch_tokenizer().save(str(out / "tokenizer.json"))
+    mark_random(out)
+    return out
+
+
+def load_conch_visual_reference(directory: str | os.PathLike[str]) -> ConchVisualReference:
+    """The :class:`ConchVisualReference` of a directory written by :func:`save_random_conch`."""
+    cfg = json.loads((Path(directory) / "open_clip_config.json").read_text())["model_cfg"]
+    state = torch.load(Path(directory) / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    ref = ConchVisualReference(cfg)
+    ref.load_state_dict(
+        {k[len("visual.") :]: v for k, v in state.items() if k.startswith("visual.")}
+    )
+    return ref.eval()

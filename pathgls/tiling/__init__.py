@@ -1,0 +1,26 @@
+"""Slides to patches: readers, resolution, tissue mask, grid and patch streaming."""
+
+from pathgls.tiling.grid import PatchGrid, make_grid
+from pathgls.tiling.readers import ImageReader, OpenSlideReader, SlideReader
+from pathgls.tiling.resolution import ReadPlan, plan_read
+from pathgls.tiling.slides import file_sha256, find_slides, open_slide
+from pathgls.tiling.stream import PatchBatch, stream_patches
+from pathgls.tiling.tissue import TissueMask, slide_tissue_mask, tissue_mask
+
+__all__ = [
+    "ImageReader",
+    "OpenSlideReader",
+    "PatchBatch",
+    "PatchGrid",
+    "ReadPlan",
+    "SlideReader",
+    "TissueMask",
+    "file_sha256",
+    "find_slides",
+    "make_grid",
+    "open_slide",
+    "plan_read",
+    "slide_tissue_mask",
+    "stream_patches",
+    "tissue_mask",
+]

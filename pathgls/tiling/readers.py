@@ -1,0 +1,312 @@
+"""Slide readers: OpenSlide for WSIs, Pillow for plain images (ROIs).
+
+Both satisfy :class:`SlideReader`. :func:`open_slide` picks one, probes that pixels can be
+read, and turns every library failure into a :class:`~pathgls.errors.SlideError` that names
+the file and what went wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from PIL import Image
+
+from pathgls.errors import SlideOpenError, SlideReadError
+
+#: Extensions OpenSlide reads (with openslide-bin ≥ 4, DICOM too).
+WSI_EXTENSIONS = frozenset(
+    {".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif", ".dcm"}
+)
+#: Extensions read as plain single-level images (ROIs).
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp"})
+
+
+@runtime_checkable
+class SlideReader(Protocol):
+    """What pathgls needs from a slide: geometry, resolution and RGB pixels."""
+
+    path: str
+    name: str
+    #: Microns per pixel at level 0, or None when the file does not say.
+    mpp: float | None
+    #: Where ``mpp`` came from: metadata, objective, user, default or none.
+    mpp_source: str
+    #: Objective magnification of level 0 when known.
+    objective: float | None
+
+    @property
+    def dimensions(self) -> tuple[int, int]: ...
+
+    @property
+    def level_count(self) -> int: ...
+
+    @property
+    def level_dimensions(self) -> tuple[tuple[int, int], ...]: ...
+
+    @property
+    def level_downsamples(self) -> tuple[float, ...]: ...
+
+    def read_region(
+        self, xy_level0: tuple[int, int], level: int, size: tuple[int, int]
+    ) -> np.ndarray:
+        """RGB uint8 array (H, W, 3) of ``size`` = (w, h) pixels at ``level``."""
+        ...
+
+    def thumbnail(self, max_size: int) -> np.ndarray:
+        """RGB uint8 array whose longer side is at most ``max_size``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def rgba_to_rgb(rgba: np.ndarray) -> np.ndarray:
+    """Composite an RGBA uint8 array on white (transparent = outside the scanned area)."""
+    rgb = rgba[..., :3]
+    alpha = rgba[..., 3]
+    if alpha.min() == 255:
+        return np.ascontiguousarray(rgb)
+    a = alpha[..., None].astype(np.uint16)
+    out = (rgb.astype(np.uint16) * a + 255 * (255 - a) + 127) // 255
+    return out.astype(np.uint8)
+
+
+class OpenSlideReader:
+    """Reader over ``openslide.OpenSlide`` (SVS, NDPI, MRXS, generic tiled TIFF, DICOM, ...)."""
+
+    def __init__(self, path: str | Path, *, mpp: float | None = None) -> None:
+        import openslide
+
+        self.path = str(path)
+        self.name = Path(path).stem
+        try:
+            self._slide = openslide.OpenSlide(self.path)
+        except openslide.OpenSlideUnsupportedFormatError as e:
+            raise SlideOpenError(
+                f"{self.path}: not a slide format OpenSlide supports ({e or 'unsupported format'})",
+                path=self.path,
+            ) from e
+        except (openslide.OpenSlideError, OSError) as e:
+            raise SlideOpenError(
+                f"{self.path}: OpenSlide cannot open it: {e}", path=self.path
+            ) from e
+        props = self._slide.properties
+        self.objective = _float_or_none(props.get(openslide.PROPERTY_NAME_OBJECTIVE_POWER))
+        meta_mpp = _float_or_none(props.get(openslide.PROPERTY_NAME_MPP_X))
+        self.mpp, self.mpp_source = _resolve_mpp(
+            user=mpp, metadata=meta_mpp, objective=self.objective
+        )
+        self.properties = dict(props)
+
+    @property
+    def dimensions(self) -> tuple[int, int]:
+        return tuple(self._slide.dimensions)
+
+    @property
+    def level_count(self) -> int:
+        return self._slide.level_count
+
+    @property
+    def level_dimensions(self) -> tuple[tuple[int, int], ...]:
+        return tuple(tuple(d) for d in self._slide.level_dimensions)
+
+    @property
+    def level_downsamples(self) -> tuple[float, ...]:
+        return tuple(float(d) for d in self._slide.level_downsamples)
+
+    def read_region(
+        self, xy_level0: tuple[int, int], level: int, size: tuple[int, int]
+    ) -> np.ndarray:
+        import openslide
+
+        try:
+            region = self._slide.read_region((int(xy_level0[0]), int(xy_level0[1])), level, size)
+        except openslide.OpenSlideError as e:
+            raise SlideReadError(
+                f"{self.path}: reading pixels failed at {xy_level0}, level {level}: {e}",
+                path=self.path,
+            ) from e
+        return rgba_to_rgb(np.asarray(region))
+
+    def thumbnail(self, max_size: int) -> np.ndarray:
+        w, h = self.dimensions
+        return read_downsampled(self, max(w, h) / max_size)
+
+    def close(self) -> None:
+        self._slide.close()
+
+
+class ImageReader:
+    """A plain image (PNG, JPEG, flat TIFF) as a single-level slide; for ROIs."""
+
+    def __init__(
+        self, path: str | Path, *, mpp: float | None = None, default_mpp: float = 0.5
+    ) -> None:
+        self.path = str(path)
+        self.name = Path(path).stem
+        try:
+            with Image.open(self.path) as im:
+                im.load()
+                tiff_mpp = _tiff_mpp(im)
+                self._pixels = np.asarray(_to_rgb(im))
+        except (OSError, ValueError, Image.DecompressionBombError) as e:
+            raise SlideOpenError(
+                f"{self.path}: cannot be read as an image: {e}", path=self.path
+            ) from e
+        self.objective = None
+        if mpp is not None:
+            self.mpp, self.mpp_source = float(mpp), "user"
+        elif tiff_mpp is not None:
+            self.mpp, self.mpp_source = tiff_mpp, "metadata"
+        else:
+            self.mpp, self.mpp_source = float(default_mpp), "default"
+        self.properties: dict[str, str] = {}
+
+    @classmethod
+    def from_array(
+        cls, rgb: np.ndarray, *, name: str, mpp: float, mpp_source: str = "user"
+    ) -> ImageReader:
+        """An in-memory RGB uint8 image as a reader (ROIs cut from slides, tests)."""
+        self = cls.__new__(cls)
+        self.path, self.name = f"<array:{name}>", name
+        self._pixels = np.ascontiguousarray(rgb[..., :3].astype(np.uint8, copy=False))
+        self.objective, self.properties = None, {}
+        self.mpp, self.mpp_source = float(mpp), mpp_source
+        return self
+
+    @property
+    def dimensions(self) -> tuple[int, int]:
+        h, w = self._pixels.shape[:2]
+        return (w, h)
+
+    @property
+    def level_count(self) -> int:
+        return 1
+
+    @property
+    def level_dimensions(self) -> tuple[tuple[int, int], ...]:
+        return (self.dimensions,)
+
+    @property
+    def level_downsamples(self) -> tuple[float, ...]:
+        return (1.0,)
+
+    def read_region(
+        self, xy_level0: tuple[int, int], level: int, size: tuple[int, int]
+    ) -> np.ndarray:
+        if level != 0:
+            raise SlideReadError(f"{self.path}: a plain image has only level 0", path=self.path)
+        x, y = int(xy_level0[0]), int(xy_level0[1])
+        w, h = int(size[0]), int(size[1])
+        out = np.full((h, w, 3), 255, dtype=np.uint8)
+        H, W = self._pixels.shape[:2]
+        x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, W), min(y + h, H)
+        if x1 > x0 and y1 > y0:
+            out[y0 - y : y1 - y, x0 - x : x1 - x] = self._pixels[y0:y1, x0:x1]
+        return out
+
+    def thumbnail(self, max_size: int) -> np.ndarray:
+        w, h = self.dimensions
+        return read_downsampled(self, max(w, h) / max_size)
+
+    def close(self) -> None:
+        self._pixels = np.zeros((0, 0, 3), np.uint8)
+
+
+def read_downsampled(reader: SlideReader, downsample: float, *, strip: int = 2048) -> np.ndarray:
+    """The whole slide at ``downsample`` (level-0 px per output px), memory flat in slide size.
+
+    Reads the finest level that is not finer than needed, in strips, and resizes each strip, so
+    a single-level 100k-pixel slide never has to fit in memory at full resolution.
+    """
+    downsample = max(float(downsample), 1.0)
+    w0, h0 = reader.dimensions
+    out_w, out_h = max(1, round(w0 / downsample)), max(1, round(h0 / downsample))
+    level = best_level_for_downsample(reader.level_downsamples, downsample)
+    ds = reader.level_downsamples[level]
+    lw, lh = reader.level_dimensions[level]
+    out = np.empty((out_h, out_w, 3), dtype=np.uint8)
+    rows_per_strip = max(1, strip)
+    y_out = 0
+    for ly in range(0, lh, rows_per_strip):
+        lh_strip = min(rows_per_strip, lh - ly)
+        region = reader.read_region((0, round(ly * ds)), level, (lw, lh_strip))
+        y_end = (
+            out_h if ly + lh_strip >= lh else min(out_h, round((ly + lh_strip) * ds / downsample))
+        )
+        rows = y_end - y_out
+        if rows <= 0:
+            continue
+        im = Image.fromarray(region).resize((out_w, rows), Image.Resampling.BOX)
+        out[y_out:y_end] = np.asarray(im)
+        y_out = y_end
+    return out
+
+
+def best_level_for_downsample(level_downsamples: tuple[float, ...], downsample: float) -> int:
+    """Index of the coarsest level whose downsample does not exceed ``downsample`` (1e-3 slack)."""
+    best = 0
+    for i, d in enumerate(level_downsamples):
+        if d <= downsample * (1 + 1e-3) and d >= level_downsamples[best]:
+            best = i
+    return best
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode == "RGB":
+        return im
+    if im.mode in ("RGBA", "LA", "P", "PA"):
+        rgba = im.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    if im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        arr = np.asarray(im, dtype=np.float64)
+        hi = arr.max() or 1.0
+        return Image.fromarray((arr / hi * 255).astype(np.uint8)).convert("RGB")
+    return im.convert("RGB")
+
+
+def _tiff_mpp(im: Image.Image) -> float | None:
+    """µm/px from TIFF resolution tags, trusted only when the unit is centimetres."""
+    tags = getattr(im, "tag_v2", None)
+    if not tags:
+        return None
+    unit, xres = tags.get(296), tags.get(282)  # ResolutionUnit, XResolution
+    try:
+        if unit == 3 and xres and float(xres) > 0:
+            return 1e4 / float(xres)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+def _float_or_none(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        f = float(value)
+    except ValueError:
+        return None
+    return f if math.isfinite(f) and f > 0 else None
+
+
+def _resolve_mpp(
+    *, user: float | None, metadata: float | None, objective: float | None
+) -> tuple[float | None, str]:
+    from pathgls.config import MPP_AT_1X
+
+    if user is not None:
+        return float(user), "user"
+    if metadata is not None:
+        return metadata, "metadata"
+    if objective is not None:
+        warnings.warn(
+            f"no mpp metadata; using {MPP_AT_1X / objective:.4g} µm/px "
+            f"from objective power {objective:g}×",
+            stacklevel=3,
+        )
+        return MPP_AT_1X / objective, "objective"
+    return None, "none"

@@ -1,0 +1,142 @@
+"""Finding slides on disk and opening them with the right reader."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from pathlib import Path
+
+from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
+from pathgls.tiling.readers import (
+    IMAGE_EXTENSIONS,
+    WSI_EXTENSIONS,
+    ImageReader,
+    OpenSlideReader,
+    SlideReader,
+)
+
+#: Files next to slides that are never slides themselves.
+_SIDECAR_SUFFIXES = frozenset(
+    {".partial", ".h5", ".json", ".toml", ".log", ".txt", ".md", ".csv", ".tsv"}
+)
+
+
+def open_slide(
+    path: str | os.PathLike[str],
+    *,
+    mpp: float | None = None,
+    image_mpp: float = 0.5,
+    probe: bool = True,
+) -> SlideReader:
+    """Open a WSI with OpenSlide, or a plain image as a single-level ROI.
+
+    TIFF files OpenSlide does not recognise (flat, untiled TIFFs) are read with Pillow as plain
+    images. With ``probe`` the coarsest level is read once so that a slide whose pixels cannot
+    be decoded fails here, with a clear error, rather than halfway through extraction.
+
+    Args:
+        path: slide or image file (one file of a DICOM series is enough).
+        mpp: µm/px at level 0 given by the user; overrides the file's metadata.
+        image_mpp: µm/px assumed for plain images when ``mpp`` is None and the file says nothing.
+        probe: read a small region to check that pixels decode.
+
+    Raises:
+        SlideOpenError: not a file, empty, or no reader can open it.
+        SlideReadError: it opens but its pixels cannot be read.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise SlideOpenError(f"{p}: no such file", path=str(p))
+    if p.stat().st_size == 0:
+        raise SlideOpenError(f"{p}: the file is empty (0 bytes)", path=str(p))
+    suffix = p.suffix.lower()
+    reader: SlideReader
+    if suffix in WSI_EXTENSIONS:
+        try:
+            reader = OpenSlideReader(p, mpp=mpp)
+        except SlideOpenError as e:
+            if suffix not in IMAGE_EXTENSIONS:
+                raise
+            try:
+                reader = ImageReader(p, mpp=mpp, default_mpp=image_mpp)
+            except SlideOpenError as e2:
+                raise SlideOpenError(
+                    f"{p}: neither OpenSlide nor Pillow can read it "
+                    f"(OpenSlide: {e.__cause__ or e}; Pillow: {e2.__cause__ or e2})",
+                    path=str(p),
+                ) from e2
+            warnings.warn(
+                f"{p.name}: OpenSlide cannot open it; read as a plain image", stacklevel=2
+            )
+    elif suffix in IMAGE_EXTENSIONS:
+        reader = ImageReader(p, mpp=mpp, default_mpp=image_mpp)
+    else:
+        raise SlideOpenError(
+            f"{p}: unsupported file type {suffix or '(none)'}; expected one of "
+            f"{', '.join(sorted(WSI_EXTENSIONS | IMAGE_EXTENSIONS))}",
+            path=str(p),
+        )
+    if probe:
+        _probe(reader)
+    return reader
+
+
+def _probe(reader: SlideReader) -> None:
+    level = reader.level_count - 1
+    w, h = reader.level_dimensions[level]
+    try:
+        reader.read_region((0, 0), level, (min(w, 64), min(h, 64)))
+    except SlideReadError:
+        reader.close()
+        raise
+    except Exception as e:  # a decoder failing in an unexpected way is still a read error
+        reader.close()
+        raise SlideReadError(f"{reader.path}: reading pixels failed: {e}", path=reader.path) from e
+
+
+def find_slides(path: str | os.PathLike[str]) -> list[Path]:
+    """Slides under ``path`` (a file, or a directory searched recursively), sorted.
+
+    A DICOM series (several ``.dcm`` files in one folder) is one slide, represented by its
+    first file. Files that are clearly not slides (bags, logs, configs) are skipped.
+
+    Raises:
+        NoSlidesFoundError: the path does not exist or the directory holds no slide.
+    """
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if not p.is_dir():
+        raise NoSlidesFoundError(f"{p}: no such file or directory", path=str(p))
+    known = WSI_EXTENSIONS | IMAGE_EXTENSIONS
+    found: list[Path] = []
+    dicom_dirs: set[Path] = set()
+    for f in sorted(p.rglob("*")):
+        if not f.is_file() or f.name.startswith("."):
+            continue
+        suffix = f.suffix.lower()
+        if suffix in _SIDECAR_SUFFIXES or suffix not in known:
+            continue
+        if suffix == ".dcm":
+            if f.parent in dicom_dirs:
+                continue
+            dicom_dirs.add(f.parent)
+        found.append(f)
+    if not found:
+        raise NoSlidesFoundError(
+            f"{p}: no slides found (looked for {', '.join(sorted(known))})", path=str(p)
+        )
+    return found
+
+
+def file_sha256(path: str | os.PathLike[str], *, chunk: int = 1 << 22) -> str:
+    """SHA-256 of a file, streamed."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(chunk):
+                h.update(block)
+    except OSError as e:
+        raise SlideError(f"{path}: cannot read for hashing: {e}", path=str(path)) from e
+    return h.hexdigest()

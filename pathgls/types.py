@@ -1,0 +1,131 @@
+"""Typed results shared by every module: reports, entities, scores, ScoreCards.
+
+All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard round-trips
+through JSON exactly. A module that could not run carries ``value=None`` and a
+``missing_reason`` — never an invented number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EntityType = str  # e.g. "pathological_diagnosis", "ihc_marker", "grade" (see pathgls.text)
+Route = Literal["deploy", "review", "reject"]
+
+SCORECARD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One clinical entity mentioned in a report."""
+
+    text: str
+    type: EntityType
+    start: int  # character offset in the report text (inclusive)
+    end: int  # character offset (exclusive)
+    section: str = (
+        "other"  # canonical section kind: diagnosis, microscopic, gross, ihc, comment, other
+    )
+    negated: bool = False
+    uncertain: bool = False
+    confidence: float = 1.0
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)`` character offsets."""
+        return (self.start, self.end)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A directed relation between two entities of the same report (indices into its entities)."""
+
+    head: int
+    tail: int
+    type: str  # modifier_of, result_of, located_in, supports, same_as
+    confidence: float = 1.0
+
+
+@dataclass
+class Report:
+    """A report as generated or given, with the condition it was produced under."""
+
+    text: str
+    condition: str = "original"  # original, stain, attack:<name>, reference
+    source: str = ""  # subject spec or file it came from
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportGraph:
+    """Entities and relations of one report (``pathgls.text`` turns it into a networkx graph)."""
+
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+
+
+@dataclass
+class ModuleScore:
+    """One module's score with its evidence; ``value`` is None when the module could not run."""
+
+    name: str  # grounding, logic, stability, hare, ...
+    value: float | None
+    missing_reason: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.value is None and not self.missing_reason:
+            raise ValueError(f"module {self.name!r} has no value and no missing_reason")
+
+    @property
+    def missing(self) -> bool:
+        """True when the module could not run."""
+        return self.value is None
+
+
+@dataclass
+class GateDecision:
+    """Where a report goes and why."""
+
+    route: Route
+    reasons: list[str] = field(default_factory=list)
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ScoreCard:
+    """Everything pathgls knows about one (slide, subject) pair."""
+
+    item_id: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    reports: dict[str, Report] = field(default_factory=dict)
+    modules: dict[str, ModuleScore] = field(default_factory=dict)
+    trust: float | None = None
+    decision: GateDecision | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    version: int = SCORECARD_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """JSON text (``kwargs`` go to :func:`json.dumps`)."""
+        kwargs.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScoreCard:
+        """Inverse of :meth:`to_dict`."""
+        d = dict(data)
+        d["reports"] = {k: Report(**v) for k, v in d.get("reports", {}).items()}
+        d["modules"] = {k: ModuleScore(**v) for k, v in d.get("modules", {}).items()}
+        if d.get("decision") is not None:
+            d["decision"] = GateDecision(**d["decision"])
+        return cls(**d)

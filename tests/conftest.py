@@ -1,0 +1,63 @@
+"""Shared fixtures: the real data in ../shared/data and small derived slides."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _shared(*parts: str) -> Path:
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"shared data not found: {p}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The read-only shared data folder (../shared/data from the repository root)."""
+    return _shared()
+
+
+@pytest.fixture(scope="session")
+def slides_dir() -> Path:
+    return _shared("slides")
+
+
+@pytest.fixture(scope="session")
+def tiles_dir() -> Path:
+    return _shared("tiles")
+
+
+@pytest.fixture(scope="session")
+def cmu_slide() -> Path:
+    """Real H&E Aperio SVS, 2220×2967 px, 0.499 µm/px (20×)."""
+    return _shared("slides", "cmu-1-small-region.svs")
+
+
+@pytest.fixture(scope="session")
+def cmu_40x(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Path:
+    """A 3-level Aperio pyramid at 0.25 µm/px (40×) built from the CMU slide's real pixels."""
+    import openslide
+
+    from pathgls.tiling.synthetic import upsampled_source, write_aperio_pyramid
+
+    with openslide.OpenSlide(str(cmu_slide)) as s:
+        w, h = s.dimensions
+        rgb = __import__("numpy").asarray(s.read_region((0, 0), 0, (w, h)).convert("RGB"))
+    out = tmp_path_factory.mktemp("pyramid") / "cmu-40x.svs"
+    return write_aperio_pyramid(
+        out,
+        source=upsampled_source(rgb, factor=2),
+        width=2 * w,
+        height=2 * h,
+        mpp=0.2495,
+        magnification=40,
+    )
