@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from pathgls.checksums import file_sha256
 from pathgls.errors import SampleDataError, UnknownNameError
 
 #: Environment variable naming the sample-data cache directory.
@@ -121,15 +122,6 @@ def sample_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "pathgls" / "data"
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Lower-case hex SHA-256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def is_cached(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> bool:

@@ -23,7 +23,7 @@ from pathgls.bags import BagMeta, BagWriter, validate_bag
 from pathgls.config import PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
-from pathgls.tiling import file_sha256, make_grid, open_slide, stream_patches
+from pathgls.tiling import make_grid, open_slide, slide_sha256, stream_patches
 
 log = logging.getLogger("pathgls.extract")
 
@@ -137,7 +137,7 @@ def _extract(
             window_size=ec.window_size,
             window_stride=ec.window_stride,
             slide_name=reader.name,
-            slide_sha256=file_sha256(slide),
+            slide_sha256=slide_sha256(slide),
             pathgls_version=__version__,
             patch_level=plan.level,
             mpp_source=plan.mpp_source,
@@ -223,6 +223,14 @@ def extract_slides(
     on_done: Callable[[ExtractResult], None] | None = None,
 ) -> list[ExtractResult]:
     """Extract several slides in order; a failed slide is recorded and the run goes on."""
+    log.info(
+        "extract: %d slide(s) → %s; encoder %s; mpp %s; pathgls %s",
+        len(slides),
+        out_dir,
+        config.encoder.name,
+        f"{mpp:g} µm/px (given)" if mpp else "from metadata",
+        __version__,
+    )
     results = []
     for i, s in enumerate(slides):
         if on_start:

@@ -59,7 +59,7 @@ def extract(
 ) -> None:
     """Tile slides at --mag, encode HighRes windows, write one HDF5 feature bag per slide."""
     from pathgls.encoders import build_encoder
-    from pathgls.extract import extract_slides
+    from pathgls.extract import ExtractResult, extract_slides
     from pathgls.tiling import find_slides
 
     console = Console(stderr=True)
@@ -121,7 +121,9 @@ def extract(
             def on_progress(done: int, total: int) -> None:
                 progress.update(current, completed=done, total=total)
 
-            def on_done(_r: object) -> None:
+            def on_done(r: ExtractResult) -> None:
+                if r.status == "skipped":
+                    progress.update(current, total=r.n_patches, completed=r.n_patches)
                 progress.advance(overall)
 
             results = extract_slides(

@@ -3,7 +3,7 @@
 from pathgls.tiling.grid import PatchGrid, make_grid
 from pathgls.tiling.readers import ImageReader, OpenSlideReader, SlideReader
 from pathgls.tiling.resolution import ReadPlan, plan_read
-from pathgls.tiling.slides import file_sha256, find_slides, open_slide
+from pathgls.tiling.slides import find_slides, open_slide, slide_sha256
 from pathgls.tiling.stream import PatchBatch, stream_patches
 from pathgls.tiling.tissue import TissueMask, slide_tissue_mask, tissue_mask
 
@@ -15,11 +15,11 @@ __all__ = [
     "ReadPlan",
     "SlideReader",
     "TissueMask",
-    "file_sha256",
     "find_slides",
     "make_grid",
     "open_slide",
     "plan_read",
+    "slide_sha256",
     "slide_tissue_mask",
     "stream_patches",
     "tissue_mask",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from pathlib import Path
 
+from pathgls.checksums import file_sha256
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
 from pathgls.tiling.readers import (
     IMAGE_EXTENSIONS,
@@ -130,13 +130,9 @@ def find_slides(path: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def file_sha256(path: str | os.PathLike[str], *, chunk: int = 1 << 22) -> str:
-    """SHA-256 of a file, streamed."""
-    h = hashlib.sha256()
+def slide_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a slide file (for a DICOM series, of the file given)."""
     try:
-        with open(path, "rb") as fh:
-            while block := fh.read(chunk):
-                h.update(block)
+        return file_sha256(path)
     except OSError as e:
         raise SlideError(f"{path}: cannot read for hashing: {e}", path=str(path)) from e
-    return h.hexdigest()
