@@ -286,3 +286,233 @@ def load_conch_visual_reference(directory: str | os.PathLike[str]) -> ConchVisua
         {k[len("visual.") :]: v for k, v in state.items() if k.startswith("visual.")}
     )
     return ref.eval()
+
+
+# A few report sentences: the default corpus of the tiny NLI tokenizer (a Unigram model trained
+# here, offline, in place of DeBERTa-v3's SentencePiece model).
+_NLI_CORPUS = (
+    "Invasive ductal carcinoma, grade 2, measuring 2.1 cm in greatest dimension.",
+    "No evidence of malignancy is identified in the sampled tissue.",
+    "Sections show benign breast tissue with fibrocystic changes and apocrine metaplasia.",
+    "The surgical margins are negative; the closest margin is 3 mm (posterior).",
+    "Lymphovascular invasion is present. Perineural invasion is not identified.",
+    "Two of fourteen lymph nodes are positive for metastatic carcinoma (2/14).",
+    "Estrogen receptor positive (95%), progesterone receptor negative, HER2 negative.",
+    "Ductal carcinoma in situ, solid and cribriform types, with comedonecrosis.",
+    "Well-differentiated adenocarcinoma of the colon invading the muscularis propria.",
+    "Squamous cell carcinoma in situ with focal microinvasion; margins are clear.",
+    "The lesion is consistent with a benign nevus; no atypia or mitoses are seen.",
+    "High-grade dysplasia is present, suspicious for invasive adenocarcinoma.",
+    "Skin biopsy: basal cell carcinoma, nodular type, extending to the deep margin.",
+    "Prostate: Gleason score 3 + 4 = 7 (grade group 2), involving 40% of the core.",
+    "Chronic inflammation and reactive changes; negative for dysplasia.",
+    "Tumour necrosis is absent. Ki-67 proliferation index is approximately 20%.",
+)
+
+# Special tokens of DeBERTa-v3, at its ids (``[MASK]`` goes last; it is 128000 there).
+_DEBERTA_SPECIALS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]")
+
+# DebertaV2 sizes: "tiny" for tests; "deberta-v3-base" = microsoft/deberta-v3-base. The init
+# range is ~1/sqrt(hidden) (unit gain) so that the outputs visibly depend on the input; with
+# the usual 0.02 every pair gets nearly the same probabilities.
+_DEBERTA_SIZES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "vocab_size": None,  # the tokenizer's
+        "tokenizer_vocab": 600,
+        "initializer_range": 0.25,
+    },
+    "deberta-v3-base": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "vocab_size": 128100,
+        "tokenizer_vocab": 8000,
+        "initializer_range": 0.036,
+    },
+}
+
+
+def _unigram_tokenizer(corpus: list[str], vocab_size: int, max_length: int) -> Any:
+    """A DeBERTa-v3-style tokenizer (Metaspace + Unigram) trained on ``corpus``, offline."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import DebertaV2Tokenizer
+
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    alphabet = [chr(c) for c in range(33, 127)] + list("µ×°±≤≥–—’“”éè")
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(_DEBERTA_SPECIALS),
+        unk_token="[UNK]",
+        initial_alphabet=alphabet,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    pieces = [(str(p), float(s)) for p, s in json.loads(tok.to_str())["model"]["vocab"]]
+    pieces.append(("[MASK]", 0.0))
+    return DebertaV2Tokenizer(vocab=pieces, unk_id=3, model_max_length=max_length)
+
+
+def save_random_nli_classifier(
+    directory: str | os.PathLike[str],
+    *,
+    size: Literal["tiny", "deberta-v3-base"] = "tiny",
+    label_order: tuple[str, ...] = ("entailment", "neutral", "contradiction"),
+    seed: int = 0,
+    corpus: list[str] | None = None,
+) -> Path:
+    """Save a random DeBERTa-v2-architecture NLI classifier with an offline tokenizer.
+
+    The model is ``DebertaV2ForSequenceClassification`` with DeBERTa-v3's attention settings
+    (relative attention, 256 log-buckets, shared ``c2p``/``p2c`` keys, layer-normed relative
+    embeddings, no absolute positions, no token types). Its ``id2label`` follows
+    ``label_order``, so label mapping can be tested with any order. The tokenizer is a
+    ``DebertaV2Tokenizer`` over a Unigram model trained here on ``corpus`` (DeBERTa-v3's own
+    SentencePiece model cannot be fetched offline); it uses a few hundred to a few thousand
+    ids, with ``[PAD]``, ``[CLS]``, ``[SEP]``, ``[UNK]`` at DeBERTa-v3's ids 0–3.
+
+    Args:
+        directory: Created if needed.
+        size: ``tiny`` (2 layers, hidden 32, the tokenizer's vocabulary) or ``deberta-v3-base``
+            (the full architecture of DeBERTa-v3-base: 12 layers, hidden 768, 12 heads,
+            intermediate 3072, vocabulary 128100 of which the tokenizer uses only its own few
+            thousand ids — the embedding matrix and speed are those of the real model).
+        label_order: Label names by class index, written to ``config.id2label``.
+        seed: Torch seed of the initialisation.
+        corpus: Sentences to train the tokenizer on (default: a few built-in report
+            sentences); text like the scored reports gives realistic sequence lengths.
+
+    Returns:
+        The directory, loadable as ``hf:<directory>`` by the NLI registry.
+    """
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    from pathgls.nli.hf import quiet_loading
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = _DEBERTA_SIZES[size]
+    tokenizer = _unigram_tokenizer(list(corpus or _NLI_CORPUS), spec["tokenizer_vocab"], 512)
+    config = DebertaV2Config(
+        vocab_size=spec["vocab_size"] or len(tokenizer),
+        hidden_size=spec["hidden_size"],
+        num_hidden_layers=spec["num_hidden_layers"],
+        num_attention_heads=spec["num_attention_heads"],
+        intermediate_size=spec["intermediate_size"],
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        type_vocab_size=0,
+        layer_norm_eps=1e-7,
+        relative_attention=True,
+        max_relative_positions=-1,
+        position_buckets=256,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        pooler_hidden_size=spec["hidden_size"],
+        pooler_hidden_act="gelu",
+        pooler_dropout=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        initializer_range=spec["initializer_range"],
+        id2label=dict(enumerate(label_order)),
+        label2id={label: i for i, label in enumerate(label_order)},
+    )
+    torch.manual_seed(seed)
+    model = DebertaV2ForSequenceClassification(config).eval()
+    with torch.no_grad():  # distinct class priors, so a wrong label column shows
+        model.classifier.bias.normal_(0.0, 0.5)
+    with quiet_loading():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    mark_random(out)
+    return out
+
+
+# Whole words of the tiny token classifier's WordPiece vocabulary: these are one token each; any
+# other word is split into characters (``x`` then ``##y`` pieces), so sub-word handling shows.
+_NER_WORDS = (
+    "the", "of", "and", "with", "is", "are", "no", "in", "for", "to", "a", "cm",
+    "invasive", "ductal", "lobular", "carcinoma", "adenocarcinoma", "lymphoma", "tumour", "tumor",
+    "breast", "colon", "lymph", "node", "nodes", "skin", "prostate", "margin", "margins",
+    "grade", "moderately", "poorly", "well", "differentiated", "positive", "negative",
+    "er", "pr", "her2", "ki", "67", "necrosis", "invasion", "diagnosis", "microscopic",
+    "description", "findings", "comment", "identified", "present", "metastatic",
+)  # fmt: skip
+
+
+def _wordpiece_tokenizer(max_length: int) -> Any:
+    """A working BERT WordPiece fast tokenizer: specials, :data:`_NER_WORDS`, ASCII characters."""
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import BertTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = [c for c in string.printable if not c.isspace() and not c.isupper()]
+    pieces = [*specials, *_NER_WORDS, *chars, *("##" + c for c in chars)]
+    vocab = {piece: i for i, piece in enumerate(dict.fromkeys(pieces))}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tok.decoder = decoders.WordPiece()
+    return BertTokenizerFast(tokenizer_object=tok, model_max_length=max_length)
+
+
+def save_random_token_classifier(
+    directory: str | os.PathLike[str],
+    *,
+    labels: list[str] | tuple[str, ...] | None = None,
+    seed: int = 0,
+) -> Path:
+    """Save a tiny random BERT token classifier (``BertForTokenClassification``) and tokenizer.
+
+    Args:
+        directory: Created if needed.
+        labels: Label names by class id, written to ``config.id2label`` (default: HARE-NER's
+            BIO set, :data:`pathgls.text.hf_ner.HARE_NER_LABELS`).
+        seed: Torch seed of the initialisation.
+
+    Returns:
+        The directory, loadable as ``hf-ner:<directory>`` (2 layers, hidden 32, 512 positions;
+        a lower-casing WordPiece tokenizer over a few report words and the ASCII characters).
+    """
+    from transformers import BertConfig, BertForTokenClassification
+
+    from pathgls.nli.hf import quiet_loading
+
+    if labels is None:
+        from pathgls.text.hf_ner import HARE_NER_LABELS
+
+        labels = HARE_NER_LABELS
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _wordpiece_tokenizer(512)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    torch.manual_seed(seed)
+    model = BertForTokenClassification(config).eval()
+    with quiet_loading():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    mark_random(out)
+    return out

@@ -20,18 +20,24 @@ SCORECARD_VERSION = 1
 
 @dataclass(frozen=True)
 class Entity:
-    """One clinical entity mentioned in a report."""
+    """One clinical entity mentioned in a report.
+
+    ``concept`` is the canonical name of what was mentioned (synonyms share it: "IDC" and
+    "invasive ductal carcinoma" are both ``invasive ductal carcinoma``); ``attributes`` carry
+    what the clinical rules need (``behavior=malignant``, ``grade=high``, ``result=positive``).
+    Instances are not hashable (``attributes`` is a dict); compare them with ``==``.
+    """
 
     text: str
     type: EntityType
     start: int  # character offset in the report text (inclusive)
     end: int  # character offset (exclusive)
-    section: str = (
-        "other"  # canonical section kind: diagnosis, microscopic, gross, ihc, comment, other
-    )
+    section: str = "other"  # diagnosis, microscopic, gross, ihc, comment or other
     negated: bool = False
     uncertain: bool = False
     confidence: float = 1.0
+    concept: str = ""  # canonical concept; "" when the backend has none
+    attributes: dict[str, str] = field(default_factory=dict)
 
     @property
     def span(self) -> tuple[int, int]:

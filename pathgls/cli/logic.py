@@ -1,0 +1,170 @@
+"""``pathgls logic`` and ``pathgls entities``: report understanding from the command line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pathgls.cli.common import fail
+from pathgls.errors import PathGLSError
+
+Opt = typer.Option
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``logic`` and ``entities`` to ``app``."""
+    app.command("logic")(logic)
+    app.command("entities")(entities)
+
+
+def _read_reports(path: Path, column: str | None, id_column: str) -> list[tuple[str, bytes | str]]:
+    """(id, report) items from a report file, or from a TSV with one report per row."""
+    if not path.is_file():
+        raise PathGLSError(f"{path}: no such file")
+    if path.suffix.lower() not in (".tsv", ".csv"):
+        return [(path.stem, path.read_bytes())]
+    csv.field_size_limit(sys.maxsize)
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.DictReader(fh, delimiter=delimiter)
+        fields = reader.fieldnames or []
+        col = column or next((c for c in ("candidate", "report", "text") if c in fields), None)
+        if col is None or col not in fields:
+            raise PathGLSError(
+                f"{path}: no report column (have {', '.join(fields)}); pass --column"
+            )
+        items = []
+        for i, row in enumerate(reader):
+            rid = row.get(id_column) or str(i)
+            slot = row.get("candidate_slot")
+            items.append((f"{rid}/{slot}" if slot not in (None, "") else rid, row[col] or ""))
+    return items
+
+
+def logic(
+    report: Annotated[
+        Path, typer.Argument(help="A report file (.txt/.md) or a TSV/CSV of reports.")
+    ],
+    nli: Annotated[str, Opt(help="NLI backend: rules, or hf:<repo-or-dir>.")] = "rules",
+    extractor: Annotated[
+        str, Opt(help="Entity extractor: lexicon, hf-ner:<dir>, llm:<url>#<model>.")
+    ] = "lexicon",
+    column: Annotated[
+        str | None, Opt(help="Report column of a TSV (default: candidate/report/text).")
+    ] = None,
+    id_column: Annotated[str, Opt(help="Id column of a TSV.")] = "case_id",
+    top: Annotated[int, Opt(help="Contradicting pairs to show per report.")] = 3,
+    as_json: Annotated[bool, Opt("--json", help="Print JSON (one object per report).")] = False,
+) -> None:
+    """Logic score S_l: do the report's findings contradict its diagnosis?"""
+    from pathgls.logic import logic_score
+    from pathgls.nli import build_nli
+    from pathgls.text import analyze_report, build_extractor
+
+    console = Console(stderr=True)
+    try:
+        items = _read_reports(report, column, id_column)
+        ext = build_extractor(extractor)
+        scorer = build_nli(nli)
+    except PathGLSError as e:
+        fail(console, e)
+    out = Console()
+    for rid, text in items:
+        try:
+            score = logic_score(report=analyze_report(text, extractor=ext), nli=scorer)
+        except PathGLSError as e:
+            console.print(f"[red]error[/] {escape(rid)}: {escape(str(e))}", soft_wrap=True)
+            continue
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "id": rid,
+                        "logic": score.value,
+                        "missing_reason": score.missing_reason,
+                        "evidence": score.evidence,
+                        "warnings": score.warnings,
+                    }
+                )
+            )
+            continue
+        value = "missing" if score.value is None else f"{score.value:.3f}"
+        out.print(
+            f"[bold]{escape(rid)}[/]  S_l = {value}"
+            + (
+                f"  ({escape(score.missing_reason or '')})"
+                if score.value is None
+                else f"  (K={score.evidence['k']} of {score.evidence['n_pairs']} pairs, "
+                f"{scorer.name})"
+            ),
+            soft_wrap=True,
+        )
+        for w in score.warnings:
+            out.print(f"  [yellow]warning:[/] {escape(w)}", soft_wrap=True)
+        for pair in score.evidence.get("top_pairs", [])[:top]:
+            rule = f" [{pair['rule']}: {pair['explanation']}]" if "rule" in pair else ""
+            out.print(f"  p={pair['probability']:.2f}{escape(rule)}", soft_wrap=True)
+            out.print(f"    premise:    {escape(pair['premise'])}", soft_wrap=True)
+            out.print(f"    hypothesis: {escape(pair['hypothesis'])}", soft_wrap=True)
+
+
+def entities(
+    report: Annotated[Path, typer.Argument(help="A report file.")],
+    extractor: Annotated[
+        str, Opt(help="Entity extractor: lexicon, hf-ner:<dir>, llm:<url>#<model>.")
+    ] = "lexicon",
+    as_json: Annotated[bool, Opt("--json", help="Print the report graph as JSON.")] = False,
+) -> None:
+    """Entities (type, section, negation, uncertainty) and relations of a report."""
+    from pathgls.text import analyze_report, build_extractor
+    from pathgls.text.graph import graph_to_json
+
+    console = Console(stderr=True)
+    try:
+        if not report.is_file():
+            raise PathGLSError(f"{report}: no such file")
+        ext = build_extractor(extractor)
+        analyzed = analyze_report(report.read_bytes(), extractor=ext)
+    except PathGLSError as e:
+        fail(console, e)
+    if as_json:
+        typer.echo(json.dumps(graph_to_json(analyzed.graph), indent=2))
+        return
+    out = Console()
+    for w in analyzed.warnings:
+        out.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+    table = Table(title=f"{report.name}: {len(analyzed.entities)} entities")
+    for col in ("#", "text", "type", "concept", "section", "neg", "unc", "attributes"):
+        table.add_column(col)
+    for i, e in enumerate(analyzed.entities):
+        attrs = ", ".join(f"{k}={v}" for k, v in sorted(e.attributes.items()))
+        table.add_row(
+            str(i),
+            escape(e.text),
+            e.type,
+            escape(e.concept),
+            e.section,
+            "yes" if e.negated else "",
+            "yes" if e.uncertain else "",
+            escape(attrs),
+        )
+    out.print(table)
+    if analyzed.relations:
+        rt = Table(title=f"{len(analyzed.relations)} relations")
+        for col in ("head", "relation", "tail"):
+            rt.add_column(col)
+        for r in analyzed.relations:
+            rt.add_row(
+                f"{r.head} {escape(analyzed.entities[r.head].text)}",
+                r.type,
+                f"{r.tail} {escape(analyzed.entities[r.tail].text)}",
+            )
+        out.print(rt)

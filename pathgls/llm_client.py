@@ -1,0 +1,296 @@
+"""A small client for OpenAI-compatible chat-completion endpoints (vLLM, Ollama, llama.cpp, ...).
+
+:class:`ChatClient` posts ``{"model", "messages", ...}`` to ``<base_url>/chat/completions`` with
+the standard library (no HTTP dependency) and returns the text of the first choice. Transient
+failures — HTTP 429 and 5xx, timeouts, refused or dropped connections, an unreadable 200 body —
+are retried with exponential backoff; any other 4xx fails at once with the server's message.
+When every attempt failed, :class:`LLMError` names the endpoint, the model and the last error.
+
+The API key, when there is one, is read from the environment variable named by
+``api_key_env`` at each request and sent as ``Authorization: Bearer <key>``; it is never
+logged and is removed from every error message (even when a server echoes it back).
+
+``base_url`` may be the server root (``http://host:8000``: ``/v1/chat/completions`` is
+appended), the API root (``http://host:8000/v1``: ``/chat/completions`` is appended) or the full
+endpoint URL.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pathgls.errors import ConfigError, PathGLSError
+
+logger = logging.getLogger(__name__)
+
+#: Longest server message kept in an error (the rest is cut).
+_MAX_MESSAGE = 500
+#: Longest wait honoured from a ``Retry-After`` header, in seconds.
+_MAX_RETRY_AFTER_S = 30.0
+_VERSION_SUFFIX = re.compile(r"/v\d+[a-z]*$")
+
+
+class LLMError(PathGLSError):
+    """A chat-completion request failed, or its answer could not be used.
+
+    Attributes:
+        status: HTTP status of the last failed request (None: no HTTP answer).
+        endpoint: URL that was asked.
+        model: Model name that was asked for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        endpoint: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.endpoint = endpoint
+        self.model = model
+
+
+def chat_completions_url(base_url: str) -> str:
+    """The ``.../chat/completions`` URL for ``base_url`` (see the module docstring).
+
+    Raises:
+        ConfigError: not an http(s) URL.
+    """
+    url = base_url.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"LLM base URL must be an http(s) URL, got {base_url!r}")
+    if url.endswith("/chat/completions"):
+        return url
+    if _VERSION_SUFFIX.search(parts.path):
+        return url + "/chat/completions"
+    return url + "/v1/chat/completions"
+
+
+class ChatClient:
+    """Chat completions from one model at one OpenAI-compatible endpoint.
+
+    Args:
+        base_url: Server root, API root (``.../v1``) or full ``.../chat/completions`` URL.
+        model: Model name sent with each request.
+        api_key_env: Environment variable holding the API key (None: no key is sent). When the
+            variable is unset, requests go without a key.
+        timeout_s: Socket timeout of one request, in seconds.
+        max_retries: Retries after the first attempt on transient failures (0: one attempt).
+        backoff_s: Wait before the first retry; doubled for each further one.
+
+    Raises:
+        ConfigError: a bad URL, model name or number.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        timeout_s: float = 60,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+    ) -> None:
+        if not model.strip():
+            raise ConfigError("LLM model name is empty")
+        if timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be positive, got {timeout_s}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be at least 0, got {max_retries}")
+        if backoff_s < 0:
+            raise ConfigError(f"backoff_s must be at least 0, got {backoff_s}")
+        self.url = chat_completions_url(base_url)
+        self.model = model.strip()
+        self.api_key_env = api_key_env
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+
+    def __repr__(self) -> str:
+        return f"ChatClient(url={self.url!r}, model={self.model!r})"
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The model's answer to ``messages`` (the content of the first choice).
+
+        Args:
+            messages: Chat messages, ``{"role": ..., "content": ...}``.
+            temperature: Sampling temperature (0: greedy).
+            seed: Sampling seed, sent when given (servers may ignore it).
+            max_tokens: Longest answer, sent when given.
+            response_format: E.g. ``{"type": "json_object"}``, sent when given.
+
+        Raises:
+            LLMError: a 4xx other than 429 (at once), or every attempt failed.
+        """
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": float(temperature),
+        }
+        if seed is not None:
+            payload["seed"] = int(seed)
+        if max_tokens is not None:
+            payload["max_tokens"] = int(max_tokens)
+        if response_format is not None:
+            payload["response_format"] = dict(response_format)
+        body = json.dumps(payload).encode("utf-8")
+        key = self._api_key()
+        attempts = self.max_retries + 1
+        last = "no attempt made"
+        last_status: int | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._post(body, key)
+            except _Transient as e:
+                last, last_status = _redact(str(e), key), e.status
+                if attempt == attempts:
+                    break
+                wait = self.backoff_s * 2 ** (attempt - 1)
+                if e.retry_after is not None:
+                    wait = max(wait, min(e.retry_after, _MAX_RETRY_AFTER_S))
+                logger.warning(
+                    "chat completion at %s (model %s) failed: %s; retry %d of %d in %.2f s",
+                    self.url,
+                    self.model,
+                    last,
+                    attempt,
+                    self.max_retries,
+                    wait,
+                )
+                time.sleep(wait)
+        raise LLMError(
+            f"chat completion at {self.url} (model {self.model}) failed after {attempts} "
+            f"attempt(s); last error: {last}",
+            status=last_status,
+            endpoint=self.url,
+            model=self.model,
+        )
+
+    def _api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            logger.debug("$%s is not set; sending no API key", self.api_key_env)
+        return key or None
+
+    def _post(self, body: bytes, key: str | None) -> str:
+        """One request; transient failures raise :class:`_Transient`, others :class:`LLMError`."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as e:
+            status = int(e.code)
+            message = _redact(_server_message(_read_quietly(e)), key)
+            if status == 429 or status >= 500:
+                raise _Transient(
+                    f"HTTP {status}: {message}", status=status, retry_after=_retry_after(e)
+                ) from e
+            hint = ""
+            if status in (401, 403) and self.api_key_env and not key:
+                hint = f" (no API key sent: ${self.api_key_env} is not set)"
+            raise LLMError(
+                f"chat completion at {self.url} (model {self.model}) was rejected with "
+                f"HTTP {status}: {message}{hint}",
+                status=status,
+                endpoint=self.url,
+                model=self.model,
+            ) from e
+        except TimeoutError as e:
+            raise _Transient(f"timed out after {self.timeout_s:g} s") from e
+        except urllib.error.URLError as e:
+            reason = e.reason
+            if isinstance(reason, TimeoutError):
+                raise _Transient(f"timed out after {self.timeout_s:g} s") from e
+            raise _Transient(f"connection failed: {reason}") from e
+        except (OSError, http.client.HTTPException) as e:
+            raise _Transient(f"connection failed: {type(e).__name__}: {e}") from e
+        return self._content(raw, key)
+
+    def _content(self, raw: bytes, key: str | None) -> str:
+        try:
+            data = json.loads(raw.decode("utf-8", errors="replace"))
+            message = data["choices"][0]["message"]
+            content = message.get("content")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            snippet = _redact(raw[:200].decode("utf-8", errors="replace"), key)
+            raise _Transient(f"unreadable answer ({type(e).__name__}): {snippet!r}") from e
+        if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if not isinstance(content, str):
+            raise _Transient(f"answer has no text content: {str(message)[:200]!r}")
+        return content
+
+
+class _Transient(Exception):
+    """A failure worth retrying (internal to :class:`ChatClient`)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+def _read_quietly(error: urllib.error.HTTPError) -> bytes:
+    try:
+        return error.read() or b""
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def _server_message(raw: bytes) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the body text, shortened."""
+    text = raw.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        if err:
+            text = str(err)
+    text = " ".join(text.split()) or "(empty response body)"
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
+
+
+def _retry_after(error: urllib.error.HTTPError) -> float | None:
+    value = error.headers.get("Retry-After") if error.headers else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _redact(text: str, key: str | None) -> str:
+    return text.replace(key, "***") if key else text

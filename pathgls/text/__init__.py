@@ -1,0 +1,57 @@
+"""Report understanding: cleaning, sections, sentences, entities, relations, the report graph.
+
+Entity extractors are built from specs through one registry: ``lexicon`` (default, offline:
+medspaCy TargetMatcher over the project's pathology lexicon + ConText), ``hf-ner:<repo-or-dir>``
+(token classification, e.g. HARE-NER) and ``llm:<base_url>#<model>`` (an OpenAI-compatible
+endpoint asked for JSON). Importing this package registers them without loading any model.
+"""
+
+from __future__ import annotations
+
+from pathgls.text import hf_ner as _hf_ner  # noqa: F401  (registers "hf-ner")
+from pathgls.text import lexicon_extractor as _lexicon  # noqa: F401  (registers "lexicon")
+from pathgls.text import llm_extractor as _llm  # noqa: F401  (registers "llm")
+from pathgls.text.analyze import AnalyzedReport, analyze_report
+from pathgls.text.base import (
+    ENTITY_TYPES,
+    EXTRACTORS,
+    HARE_TYPES,
+    SECTION_KINDS,
+    EntityExtractor,
+    ExtractorInfo,
+    ParsedReport,
+    Section,
+    Sentence,
+    to_hare_type,
+)
+from pathgls.text.clean import clean_report
+from pathgls.text.sections import parse_report
+
+
+def build_extractor(spec: str) -> EntityExtractor:
+    """An entity extractor from a spec: ``lexicon``, ``hf-ner:<dir>``, ``llm:<url>#<model>``."""
+    return EXTRACTORS.build(spec)
+
+
+def list_extractors() -> list[ExtractorInfo]:
+    """The registered extractor schemes."""
+    return [EXTRACTORS.infos[k] for k in sorted(EXTRACTORS.infos)]
+
+
+__all__ = [
+    "ENTITY_TYPES",
+    "EXTRACTORS",
+    "HARE_TYPES",
+    "SECTION_KINDS",
+    "AnalyzedReport",
+    "EntityExtractor",
+    "ParsedReport",
+    "Section",
+    "Sentence",
+    "analyze_report",
+    "build_extractor",
+    "clean_report",
+    "list_extractors",
+    "parse_report",
+    "to_hare_type",
+]

@@ -1,0 +1,159 @@
+"""What every part of report understanding shares: sections, sentences, the extractor protocol.
+
+A report is split once into :class:`Section` s (with a canonical kind) and :class:`Sentence` s
+(each knowing its section); entity extractors, relation rules, the report graph and the Logic
+score all work on these character offsets into the *cleaned* report text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from pathgls.errors import UnknownNameError
+from pathgls.types import Entity
+
+#: Canonical section kinds.
+SECTION_KINDS = ("diagnosis", "microscopic", "gross", "ihc", "comment", "other")
+
+#: Entity types: HARE's five, then the tumour characteristics of oncology reporting schemas.
+ENTITY_TYPES = (
+    "anatomical_site",
+    "pathological_diagnosis",
+    "diagnosis_descriptor",
+    "ihc_marker",
+    "ihc_modifier",
+    "morphology_finding",
+    "grade",
+    "stage",
+    "margin",
+    "lymphovascular_invasion",
+    "perineural_invasion",
+    "size",
+    "lymph_node_involvement",
+    "metastasis",
+    "biomarker_result",
+)
+
+#: HARE's published label set; every type above maps onto one of these (see ``to_hare_type``).
+HARE_TYPES = ENTITY_TYPES[:5]
+
+_HARE_MAP = {
+    "morphology_finding": "diagnosis_descriptor",
+    "grade": "diagnosis_descriptor",
+    "stage": "diagnosis_descriptor",
+    "margin": "diagnosis_descriptor",
+    "lymphovascular_invasion": "diagnosis_descriptor",
+    "perineural_invasion": "diagnosis_descriptor",
+    "size": "diagnosis_descriptor",
+    "lymph_node_involvement": "diagnosis_descriptor",
+    "metastasis": "pathological_diagnosis",
+    "biomarker_result": "ihc_modifier",
+}
+
+
+def to_hare_type(entity_type: str) -> str:
+    """The HARE type an entity type counts as (HARE's own types map to themselves)."""
+    return (
+        entity_type
+        if entity_type in HARE_TYPES
+        else _HARE_MAP.get(entity_type, "diagnosis_descriptor")
+    )
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of the report under one heading (or the whole text when there are none)."""
+
+    kind: str  # one of SECTION_KINDS
+    title: str  # heading as written ("Final Diagnosis"), "" when none
+    start: int  # offset of the section body in the cleaned text
+    end: int
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence or bullet item, with the kind of the section it is in."""
+
+    text: str
+    start: int
+    end: int
+    section: str  # section kind
+
+
+@dataclass
+class ParsedReport:
+    """A cleaned report split into sections and sentences, with what cleaning had to say."""
+
+    text: str  # the cleaned text all offsets refer to
+    sections: list[Section] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def section_at(self, offset: int) -> str:
+        """Kind of the section that holds character ``offset`` ("other" outside all)."""
+        for s in self.sections:
+            if s.start <= offset < s.end:
+                return s.kind
+        return "other"
+
+    def sentence_index(self, offset: int) -> int | None:
+        """Index of the sentence that holds ``offset``, or None."""
+        for i, s in enumerate(self.sentences):
+            if s.start <= offset < s.end:
+                return i
+        return None
+
+
+@runtime_checkable
+class EntityExtractor(Protocol):
+    """Finds entities in a report: ``extract(text)`` → entities with offsets into ``text``."""
+
+    name: str
+
+    def extract(self, report_text: str) -> list[Entity]: ...
+
+
+ExtractorFactory = Callable[[str], EntityExtractor]
+
+
+@dataclass(frozen=True)
+class ExtractorInfo:
+    """A registered extractor scheme."""
+
+    scheme: str  # "lexicon", "hf-ner", "llm"
+    description: str
+    argument: str  # what follows "scheme:" in a spec ("" when none)
+
+
+@dataclass
+class ExtractorRegistry:
+    """Scheme → factory. ``build("hf-ner:/models/x")`` calls the hf-ner factory with "/models/x"."""
+
+    factories: dict[str, ExtractorFactory] = field(default_factory=dict)
+    infos: dict[str, ExtractorInfo] = field(default_factory=dict)
+
+    def register(
+        self, scheme: str, *, description: str, argument: str = ""
+    ) -> Callable[[ExtractorFactory], ExtractorFactory]:
+        def deco(fn: ExtractorFactory) -> ExtractorFactory:
+            self.factories[scheme] = fn
+            self.infos[scheme] = ExtractorInfo(scheme, description, argument)
+            return fn
+
+        return deco
+
+    def build(self, spec: str) -> EntityExtractor:
+        scheme, _, arg = spec.partition(":")
+        if scheme not in self.factories:
+            known = ", ".join(
+                f"{s}:{i.argument}" if i.argument else s for s, i in sorted(self.infos.items())
+            )
+            raise UnknownNameError(f"unknown entity extractor {spec!r}; known: {known}")
+        return self.factories[scheme](arg)
+
+
+#: The extractor registry (filled by the backend modules on import of ``pathgls.text``).
+EXTRACTORS = ExtractorRegistry()
+register_extractor = EXTRACTORS.register

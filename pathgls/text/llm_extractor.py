@@ -1,0 +1,402 @@
+"""Entities (and relations) from a large language model: ``llm:<base_url>#<model>``.
+
+The report is sent to an OpenAI-compatible chat endpoint (:class:`~pathgls.llm_client.ChatClient`)
+with our entity types and a JSON reply format; the answer is validated strictly:
+
+* it must be a JSON object with an ``entities`` list (``relations`` optional); every entity has a
+  non-empty ``text`` and a ``type`` from :data:`~pathgls.text.base.ENTITY_TYPES`, ``negated`` and
+  ``uncertain`` are booleans when present; every relation joins two distinct entity indices with
+  a type from :data:`RELATION_TYPES`;
+* a reply that breaks these rules is sent back with the reasons, up to ``max_retries`` times;
+  after that :class:`~pathgls.llm_client.LLMError` is raised;
+* each entity is then located in the report (:func:`locate`): the first occurrence that does not
+  overlap an earlier entity, matched exactly, else ignoring case, else ignoring case and runs of
+  whitespace (overlapping occurrences only when there is no other, for nested mentions). The
+  entity keeps the report's own spelling, so ``text[e.start:e.end] == e.text`` always holds.
+  Entities that cannot be found (paraphrases, hallucinations) or repeat an already-located
+  mention are dropped with a warning, and so are the relations that use them.
+
+Requests use temperature 0, a fixed seed and ``response_format={"type": "json_object"}``; a server
+that rejects ``response_format`` (HTTP 400/422) is asked again without it, and no longer gets it.
+Warnings of the last call are kept in :attr:`LLMExtractor.last_warnings` and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pathgls.errors import ConfigError
+from pathgls.llm_client import ChatClient, LLMError
+from pathgls.text.base import ENTITY_TYPES, register_extractor
+from pathgls.types import Entity, Relation
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable the ``llm:`` registry entry reads the API key from (optional).
+API_KEY_ENV = "PATHGLS_LLM_API_KEY"
+
+#: Relation types the model may use (head → tail), as in :mod:`pathgls.text.relations`.
+RELATION_TYPES = ("result_of", "modifier_of", "located_in", "supports", "same_as")
+
+_TYPE_HINTS: dict[str, str] = {
+    "anatomical_site": 'organ, tissue or place a specimen or finding comes from ("left breast")',
+    "pathological_diagnosis": 'a named disease or diagnosis ("invasive ductal carcinoma")',
+    "diagnosis_descriptor": 'words qualifying a diagnosis, if no type below fits ("multifocal")',
+    "ihc_marker": 'an immunohistochemical or special stain or marker ("ER", "HER2", "Ki-67")',
+    "ihc_modifier": 'the result of a marker ("positive", "3+", "strong diffuse staining")',
+    "morphology_finding": 'a microscopic observation ("necrosis", "nuclear pleomorphism")',
+    "grade": 'a histologic grade or score ("grade 2", "Gleason score 3 + 4 = 7")',
+    "stage": 'a stage or TNM category ("pT2", "N1a", "stage II")',
+    "margin": 'a statement on resection margins ("margins are free", "closest margin 2 mm")',
+    "lymphovascular_invasion": 'lymphatic or vascular invasion ("lymphovascular invasion")',
+    "perineural_invasion": 'invasion along nerves ("perineural invasion")',
+    "size": 'a measurement of a tumour or specimen ("2.1 cm")',
+    "lymph_node_involvement": 'lymph nodes and their status ("2/14 lymph nodes positive")',
+    "metastasis": 'spread to another site ("metastatic carcinoma")',
+    "biomarker_result": 'a molecular or other biomarker result ("KRAS mutation", "MSI-high")',
+}
+
+_RELATION_HINTS = {
+    "result_of": "a result → the marker it is the result of",
+    "modifier_of": "a descriptor, grade or size → what it qualifies",
+    "located_in": "a diagnosis or finding → the site it is in",
+    "supports": "a finding → the diagnosis it supports",
+    "same_as": "a later mention → the first mention of the same thing",
+}
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*(.*?)\s*```\s*$", re.DOTALL)
+_MAX_LISTED_ERRORS = 5
+
+
+class ChatCompleter(Protocol):
+    """What the extractor needs from a client (``ChatClient`` or a test double)."""
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> str: ...
+
+
+class AnswerError(ValueError):
+    """An LLM answer is not valid JSON or breaks the schema; the message says how."""
+
+
+@dataclass(frozen=True)
+class RawEntity:
+    """An entity as the model wrote it (not located yet)."""
+
+    text: str
+    type: str
+    negated: bool = False
+    uncertain: bool = False
+
+
+def system_prompt() -> str:
+    """Instructions and reply format sent as the system message."""
+    types = "\n".join(f"  - {t}: {_TYPE_HINTS.get(t, t)}" for t in ENTITY_TYPES)
+    relations = "\n".join(f"  - {t}: {_RELATION_HINTS[t]}" for t in RELATION_TYPES)
+    return (
+        "You find clinical entities in a pathology report and how they relate.\n"
+        "Reply with a single JSON object and nothing else, in this form:\n"
+        '{"entities": [{"text": "...", "type": "...", "negated": false, "uncertain": false}], '
+        '"relations": [{"head": 0, "tail": 1, "type": "..."}]}\n'
+        "Rules:\n"
+        "- text: copied exactly from the report, a contiguous piece of it; do not rephrase,\n"
+        "  correct or expand abbreviations.\n"
+        "- List entities in the order they appear; a repeated mention is listed each time.\n"
+        f"- type: one of\n{types}\n"
+        '- negated: true when the report says it is absent ("no lymphovascular invasion").\n'
+        '- uncertain: true when the report hedges ("suspicious for", "cannot exclude").\n'
+        "- head and tail: 0-based positions in your entities list; relation type: one of\n"
+        f"{relations}\n"
+        "- Use empty lists when there is nothing to report."
+    )
+
+
+def user_prompt(report_text: str) -> str:
+    """The user message holding the report."""
+    return f"Pathology report:\n<<<\n{report_text}\n>>>"
+
+
+def parse_answer(content: str) -> tuple[list[RawEntity], list[tuple[int, int, str]]]:
+    """Validate an answer; returns its entities and ``(head, tail, type)`` relations.
+
+    Raises:
+        AnswerError: not JSON, or the JSON breaks the schema (all reasons, up to five, listed).
+    """
+    fenced = _FENCE.match(content)
+    text = fenced.group(1) if fenced else content.strip()
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise AnswerError(f"the reply is not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise AnswerError(f"the reply must be a JSON object, got {type(data).__name__}")
+    items = data.get("entities")
+    if not isinstance(items, list):
+        raise AnswerError('the reply has no "entities" list')
+    links = data.get("relations", [])
+    if not isinstance(links, list):
+        raise AnswerError('"relations" must be a list')
+    errors: list[str] = []
+    entities = [e for i, item in enumerate(items) if (e := _entity(i, item, errors)) is not None]
+    found = (_relation(i, item, len(items), errors) for i, item in enumerate(links))
+    relations = [r for r in found if r is not None]
+    if errors:
+        more = len(errors) - _MAX_LISTED_ERRORS
+        listed = "; ".join(errors[:_MAX_LISTED_ERRORS]) + (f"; and {more} more" if more > 0 else "")
+        raise AnswerError(listed)
+    return entities, relations
+
+
+def _entity(i: int, item: Any, errors: list[str]) -> RawEntity | None:
+    if not isinstance(item, dict):
+        errors.append(f"entities[{i}] is not an object")
+        return None
+    text, etype = item.get("text"), item.get("type")
+    n = len(errors)
+    if not isinstance(text, str) or not text.strip():
+        errors.append(f"entities[{i}].text must be a non-empty string")
+    if etype not in ENTITY_TYPES:
+        errors.append(f"entities[{i}].type {etype!r} is not one of {', '.join(ENTITY_TYPES)}")
+    for flag in ("negated", "uncertain"):
+        if flag in item and not isinstance(item[flag], bool):
+            errors.append(f"entities[{i}].{flag} must be true or false, got {item[flag]!r}")
+    if len(errors) > n:
+        return None
+    return RawEntity(
+        text.strip(), etype, bool(item.get("negated", False)), bool(item.get("uncertain", False))
+    )
+
+
+def _relation(i: int, item: Any, n_entities: int, errors: list[str]) -> tuple[int, int, str] | None:
+    if not isinstance(item, dict):
+        errors.append(f"relations[{i}] is not an object")
+        return None
+    head, tail, rtype = item.get("head"), item.get("tail"), item.get("type")
+    n = len(errors)
+    for name, value in (("head", head), ("tail", tail)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            errors.append(f"relations[{i}].{name} must be an entity index, got {value!r}")
+        elif not 0 <= value < n_entities:
+            errors.append(f"relations[{i}].{name} {value} is not in 0..{n_entities - 1}")
+    if len(errors) == n and head == tail:
+        errors.append(f"relations[{i}] joins entity {head} to itself")
+    if rtype not in RELATION_TYPES:
+        errors.append(f"relations[{i}].type {rtype!r} is not one of {', '.join(RELATION_TYPES)}")
+    if len(errors) > n:
+        return None
+    return int(head), int(tail), str(rtype)  # type: ignore[arg-type]
+
+
+def locate(text: str, needle: str, used: set[tuple[int, int]]) -> tuple[int, int] | None:
+    """Span of the first free occurrence of ``needle`` in ``text``, or None.
+
+    Matching is tried exactly, then ignoring case, then ignoring case with any run of
+    whitespace matching any other. An occurrence overlapping a ``used`` span is taken only when
+    there is no free one (a nested mention: "breast" after "left breast"), and one equal to a
+    ``used`` span never.
+    """
+    words = needle.split()
+    patterns = [re.escape(needle), r"\s+".join(re.escape(w) for w in words)]
+
+    def candidates() -> Iterator[tuple[int, int]]:
+        start = text.find(needle)
+        while start >= 0:
+            yield start, start + len(needle)
+            start = text.find(needle, start + 1)
+        for pattern in patterns:
+            for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+                yield m.span()
+
+    fallback = None
+    for span in candidates():
+        if span in used:
+            continue
+        if not any(a < span[1] and span[0] < b for a, b in used):
+            return span
+        fallback = fallback or span
+    return fallback
+
+
+def section_lookup(text: str) -> Callable[[int], str]:
+    """Offset → section kind for ``text``, from :func:`~pathgls.text.sections.parse_report`.
+
+    When ``text`` is not already clean (cleaning changes it) the sections' offsets would not
+    fit, so every offset gets "other" and a warning is logged.
+    """
+    from pathgls.text.sections import parse_report
+
+    parsed = parse_report(text)
+    if parsed.text != text:
+        logger.warning(
+            "report text changes under cleaning; entities get section 'other' "
+            "(pass parse_report(raw).text to the extractor)"
+        )
+        return lambda _offset: "other"
+    return parsed.section_at
+
+
+@dataclass
+class LLMExtractor:
+    """Entity extractor asking a chat model for JSON (see the module docstring).
+
+    Args:
+        client: A :class:`~pathgls.llm_client.ChatClient` (or anything with its ``complete``).
+        name: Name reported in results.
+        max_retries: How often an invalid answer is sent back for correction.
+        seed: Sampling seed sent with each request (None: none sent).
+        json_mode: Ask for ``response_format={"type": "json_object"}``.
+        max_tokens: Longest answer (None: the server's default).
+    """
+
+    client: ChatCompleter
+    name: str = "llm"
+    max_retries: int = 3
+    seed: int | None = 0
+    json_mode: bool = True
+    max_tokens: int | None = None
+    last_warnings: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries must be at least 0, got {self.max_retries}")
+
+    def extract(self, report_text: str) -> list[Entity]:
+        """Entities of ``report_text`` (offsets into it), sorted by position."""
+        return self.extract_with_relations(report_text)[0]
+
+    def extract_with_relations(self, report_text: str) -> tuple[list[Entity], list[Relation]]:
+        """Entities sorted by position, and the model's relations as indices into them.
+
+        Raises:
+            LLMError: the endpoint failed, or no valid answer came within ``max_retries``
+                corrections.
+        """
+        self.last_warnings = []
+        if not report_text.strip():
+            return [], []
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt()},
+            {"role": "user", "content": user_prompt(report_text)},
+        ]
+        attempts = self.max_retries + 1
+        last = ""
+        for attempt in range(1, attempts + 1):
+            content = self._ask(messages)
+            try:
+                raw_entities, raw_relations = parse_answer(content)
+            except AnswerError as e:
+                last = str(e)
+                logger.warning(
+                    "%s: invalid answer (attempt %d of %d): %s", self.name, attempt, attempts, last
+                )
+                messages += [
+                    {"role": "assistant", "content": content},
+                    {"role": "user", "content": _correction(last)},
+                ]
+                continue
+            return self._finish(report_text, raw_entities, raw_relations)
+        raise LLMError(
+            f"{self.name}: no valid answer after {attempts} attempt(s); last problem: {last}",
+            endpoint=getattr(self.client, "url", ""),
+            model=getattr(self.client, "model", ""),
+        )
+
+    def _ask(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        kwargs: dict[str, Any] = {"temperature": 0.0, "seed": self.seed}
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if not self.json_mode:
+            return self.client.complete(messages, **kwargs)
+        try:
+            return self.client.complete(messages, response_format={"type": "json_object"}, **kwargs)
+        except LLMError as e:
+            if e.status not in (400, 422):
+                raise
+            logger.warning(
+                "%s: the server rejected response_format (%s); asking without it", self.name, e
+            )
+            self.json_mode = False
+            return self.client.complete(messages, **kwargs)
+
+    def _finish(
+        self,
+        text: str,
+        raw_entities: list[RawEntity],
+        raw_relations: list[tuple[int, int, str]],
+    ) -> tuple[list[Entity], list[Relation]]:
+        section_at = section_lookup(text)
+        used: set[tuple[int, int]] = set()
+        located: dict[int, Entity] = {}
+        for i, raw in enumerate(raw_entities):
+            span = locate(text, raw.text, used)
+            if span is None:
+                taken = locate(text, raw.text, set()) is not None
+                why = "every occurrence is already taken" if taken else "it is not in the report"
+                self._warn(f"entity {raw.text!r} ({raw.type}) dropped: {why}")
+                continue
+            used.add(span)
+            start, end = span
+            located[i] = Entity(
+                text=text[start:end],
+                type=raw.type,
+                start=start,
+                end=end,
+                section=section_at(start),
+                negated=raw.negated,
+                uncertain=raw.uncertain,
+            )
+        order = sorted(located, key=lambda i: (located[i].start, located[i].end, i))
+        new_index = {old: new for new, old in enumerate(order)}
+        relations: set[Relation] = set()
+        for head, tail, rtype in raw_relations:
+            if head not in new_index or tail not in new_index:
+                self._warn(f"relation {head} -{rtype}-> {tail} dropped: an entity was dropped")
+                continue
+            relations.add(Relation(new_index[head], new_index[tail], rtype))
+        entities = [located[i] for i in order]
+        return entities, sorted(relations, key=lambda r: (r.head, r.tail, r.type))
+
+    def _warn(self, message: str) -> None:
+        self.last_warnings.append(message)
+        logger.warning("%s: %s", self.name, message)
+
+
+def _correction(problem: str) -> str:
+    return (
+        f"Your reply could not be used: {problem}. "
+        "Reply again with only the corrected JSON object, following the rules above."
+    )
+
+
+@register_extractor(
+    "llm",
+    description="an OpenAI-compatible chat endpoint asked for entities and relations as JSON "
+    f"(API key, if any, from ${API_KEY_ENV})",
+    argument="<base_url>#<model>",
+)
+def build_llm_extractor(argument: str) -> LLMExtractor:
+    """``llm:<base_url>#<model>`` → an :class:`LLMExtractor` (nothing is contacted here).
+
+    Raises:
+        ConfigError: the argument is not ``<base_url>#<model>``.
+    """
+    base_url, sep, model = argument.rpartition("#")
+    if not sep or not base_url.strip() or not model.strip():
+        raise ConfigError(
+            f"llm extractor needs llm:<base_url>#<model> (e.g. llm:http://localhost:8000/v1#"
+            f"qwen2.5-7b-instruct), got llm:{argument}"
+        )
+    client = ChatClient(base_url, model, api_key_env=API_KEY_ENV)
+    return LLMExtractor(client=client, name=f"llm:{argument}")

@@ -1,0 +1,131 @@
+"""Relations, the report graph (networkx, JSON, drawing), perturbations and the text CLIs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pathgls.cli import app
+from pathgls.perturb import (
+    CONTROL,
+    LOGIC_ERRORS,
+    apply_set,
+    negate_key_finding,
+    reword,
+    swap_diagnosis,
+    swap_grade,
+)
+from pathgls.text import analyze_report, build_extractor
+from pathgls.text.graph import draw_graph, graph_from_json, graph_to_json, to_networkx
+
+REPORT = (
+    "**Microscopic Description:**\n"
+    "- Sheets of atypical cells with marked nuclear pleomorphism and frequent mitoses.\n"
+    "- Lymphovascular invasion is present.\n\n"
+    "**Immunohistochemistry:**\n"
+    "- ER positive, HER2 negative.\n\n"
+    "**Final Diagnosis:**\n"
+    "- Left breast: invasive ductal carcinoma, poorly differentiated.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def analyzed():
+    return analyze_report(REPORT, extractor=build_extractor("lexicon"))
+
+
+def _find(analyzed, text):
+    return next(i for i, e in enumerate(analyzed.entities) if e.text.lower() == text.lower())
+
+
+def test_relations(analyzed) -> None:
+    ents = analyzed.entities
+    rels = {
+        (ents[r.head].text.lower(), r.type, ents[r.tail].text.lower()) for r in analyzed.relations
+    }
+    idc = _find(analyzed, "invasive ductal carcinoma")
+    assert ents[idc].section == "diagnosis" and ents[idc].attributes.get("behavior") == "malignant"
+    assert ("invasive ductal carcinoma", "located_in", "breast") in rels
+    assert ("lymphovascular invasion", "supports", "invasive ductal carcinoma") in rels
+    assert any(t == "supports" and h.startswith("marked nuclear pleomorphism") for h, t, _ in rels)
+    assert any(t == "modifier_of" and h == "poorly differentiated" for h, t, _ in rels)
+    # the IHC results are bound to their markers (as attributes, or as result_of edges)
+    er = _find(analyzed, "ER")
+    assert ents[er].type == "ihc_marker" and not ents[er].negated
+
+
+def test_graph_json_roundtrip_and_networkx(analyzed, tmp_path: Path) -> None:
+    g = analyzed.graph
+    data = json.loads(json.dumps(graph_to_json(g)))
+    assert graph_from_json(data) == g
+    nxg = to_networkx(g)
+    assert nxg.number_of_nodes() == len(g.entities) and nxg.number_of_edges() == len(g.relations)
+    assert nxg.nodes[0]["text"] == g.entities[0].text
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = draw_graph(g, highlight=[_find(analyzed, "invasive ductal carcinoma")])
+    out = tmp_path / "graph.png"
+    ax.figure.savefig(out)
+    assert out.stat().st_size > 5000
+
+
+def test_perturbations_are_scorer_free_and_targeted() -> None:
+    import ast
+
+    import pathgls.perturb as p
+
+    tree = ast.parse(Path(p.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and m.startswith("pathgls")}, imported
+    t = "Invasive ductal carcinoma of the left breast. Lymphovascular invasion is present."
+    assert swap_diagnosis(t).startswith("Fibroadenoma of the left breast.")
+    assert negate_key_finding(t).endswith(
+        "No stromal invasion is identified. Lymphovascular invasion is present."
+    )
+    assert negate_key_finding("The tumor has invaded the serosa. Adenocarcinoma.") == (
+        "The tumor does not invade the serosa. Adenocarcinoma."
+    )
+    assert swap_grade("Adenocarcinoma, poorly differentiated.") is None  # nothing to contradict
+    assert (
+        swap_grade("Poorly differentiated. Histologic grade 3 of 3.")
+        == "Poorly differentiated. Histologic grade 1 of 3."
+    )
+    assert swap_diagnosis("Benign breast tissue with fibrocystic change.") is None
+    assert reword("The lesion showed necrosis.") == "The lesion demonstrated necrosis."
+    items = apply_set([t, "Normal tissue."], LOGIC_ERRORS)
+    assert {k for _, k, _ in items} == {"swap_diagnosis", "negate_key_finding"}
+    assert [k for _, k, _ in apply_set(["x"], CONTROL)] == ["identity"]
+
+
+def test_logic_and_entities_cli(tmp_path: Path, shared_data: Path) -> None:
+    rep = tmp_path / "report.md"
+    rep.write_text(
+        REPORT.replace("invasive ductal carcinoma, poorly differentiated", "fibroadenoma")
+    )
+    res = CliRunner().invoke(app, ["logic", str(rep)])
+    assert res.exit_code == 0, res.output
+    assert "S_l = " in res.output and "benign_vs_malignant" in res.output
+    res = CliRunner().invoke(app, ["logic", str(rep), "--json"])
+    payload = json.loads(res.output.strip().splitlines()[-1])
+    assert payload["logic"] < 0.5 and payload["evidence"]["nli"] == "rules"
+    tsv = shared_data / "expert_scores" / "hare_expert_dev.tsv"
+    res = CliRunner().invoke(app, ["logic", str(tsv), "--column", "reference", "--json"])
+    lines = [json.loads(x) for x in res.output.strip().splitlines()]
+    assert res.exit_code == 0 and len(lines) == 316
+    res = CliRunner().invoke(app, ["entities", str(rep)])
+    assert (
+        res.exit_code == 0
+        and "fibroadenoma" in res.output
+        and "lymphovascular" in res.output.lower()
+    )
+    res = CliRunner().invoke(app, ["entities", str(rep), "--json"])
+    assert graph_from_json(json.loads(res.output)).entities
+    res = CliRunner().invoke(app, ["logic", str(tmp_path / "missing.txt")])
+    assert res.exit_code == 2 and "no such file" in res.output
+    res = CliRunner().invoke(app, ["logic", str(rep), "--nli", "nope"])
+    assert res.exit_code == 2 and "unknown NLI backend" in res.output
