@@ -267,3 +267,27 @@ def test_bad_input_gives_defined_results(raw) -> None:
     assert s.value is None or 0.0 <= s.value <= 1.0
     if s.value is None:
         assert s.missing_reason
+
+
+BENIGN_MORPHOLOGY = (
+    "MICROSCOPIC DESCRIPTION: A well-circumscribed, benign-appearing lesion composed of bland "
+    "ducts and stroma without cytologic atypia or nuclear pleomorphism. The ducts are lined by "
+    "two cell layers.\n"
+    "DIAGNOSIS: {dx}.\n"
+)
+
+
+@pytest.mark.parametrize("nli_spec", ["rules"])
+def test_benign_morphology_with_a_carcinoma_diagnosis_is_caught(nli_spec: str) -> None:
+    from pathgls.nli import build_nli
+    from pathgls.text import build_extractor
+
+    ext, nli = build_extractor("lexicon"), build_nli(nli_spec)
+    consistent = score_logic(BENIGN_MORPHOLOGY.format(dx="Fibroadenoma"), extractor=ext, nli=nli)
+    wrong = score_logic(
+        BENIGN_MORPHOLOGY.format(dx="Invasive ductal carcinoma"), extractor=ext, nli=nli
+    )
+    assert consistent.value is not None and wrong.value is not None
+    assert consistent.value > 0.9
+    assert wrong.value < consistent.value - 0.5
+    assert wrong.evidence["top_pairs"][0]["rule"] == "benign_morphology"

@@ -14,6 +14,8 @@ Rules and their probabilities (``RuleWeights``):
   "no malignancy" vs a malignant diagnosis;
 * ``in_situ_vs_invasive`` — an in-situ diagnosis that excludes invasion ("DCIS; no invasive
   carcinoma") against invasion stated elsewhere (plain coexistence is no conflict);
+* ``benign_morphology`` — a description of a benign lesion (no atypia, no pleomorphism) against
+  a malignant diagnosis (stronger with two such statements);
 * ``grade`` — low vs high grade (strong), intermediate vs either (weak), and a stated grade
   against features that imply the opposite;
 * ``marker_result`` — one IHC marker reported positive on one side and negative on the other;
@@ -61,6 +63,8 @@ class RuleWeights:
     dependency: float = 0.9
     benign_vs_malignant: float = 0.9
     in_situ_vs_invasive: float = 0.9
+    benign_morphology: float = 0.6
+    benign_morphology_strong: float = 0.8
     grade_opposite: float = 0.9
     grade_adjacent: float = 0.3
     grade_implied: float = 0.7
@@ -119,6 +123,13 @@ def _scopes(side: Sequence[Entity]) -> set[str]:
     return out
 
 
+def _different_organs(a_side: Sequence[Entity], b_side: Sequence[Entity]) -> bool:
+    """Both sentences name sites, and none in common (a uterine leiomyoma vs a bladder cancer)."""
+    sa = {_key(e) for e in a_side if e.type == "anatomical_site"}
+    sb = {_key(e) for e in b_side if e.type == "anatomical_site"}
+    return bool(sa and sb and not sa & sb)
+
+
 def rule_negation(
     a_side: Sequence[Entity], b_side: Sequence[Entity], w: RuleWeights
 ) -> list[RuleHit]:
@@ -169,10 +180,13 @@ def rule_benign_vs_malignant(
 ) -> list[RuleHit]:
     if any(_malignant(e) and e.type == "pathological_diagnosis" for e in a_side):
         return []  # "carcinoma arising in an adenoma" states both: no conflict on this side
+    if _different_organs(a_side, b_side):
+        return []
+    scoped = bool(_scopes(a_side) - _scopes(b_side))  # "no malignancy in the lymph nodes"
     hits = []
     for a in a_side:
         benign = _affirmed(a) and a.attributes.get("behavior") == "benign_neoplasm"
-        no_malignancy = a.negated and _certain(a) and _key(a) in GENERIC_MALIGNANCY
+        no_malignancy = a.negated and _certain(a) and _key(a) in GENERIC_MALIGNANCY and not scoped
         if not (benign or no_malignancy):
             continue
         for b in b_side:
@@ -222,6 +236,41 @@ def rule_in_situ_vs_invasive(
                     )
                 )
     return hits
+
+
+def _benign_evidence(side: Sequence[Entity]) -> list[Entity]:
+    """Statements that only a benign lesion fits: no atypia, no pleomorphism.
+
+    "Benign-appearing" is not counted: reports use it for the background tissue around a cancer.
+    """
+    if any(_malignant(e) for e in side):
+        return []
+    return [
+        e
+        for e in side
+        if e.negated and _certain(e) and e.attributes.get("group") in ("atypia", "pleomorphism")
+    ]
+
+
+def rule_benign_morphology(
+    a_side: Sequence[Entity], b_side: Sequence[Entity], w: RuleWeights
+) -> list[RuleHit]:
+    evidence = _benign_evidence(a_side)
+    if not evidence or _different_organs(a_side, b_side):
+        return []
+    p = w.benign_morphology_strong if len(evidence) >= 2 else w.benign_morphology
+    what = ", ".join(f"'{e.text}'" + (" (negated)" if e.negated else "") for e in evidence)
+    return [
+        _hit(
+            "benign_morphology",
+            p,
+            evidence[0],
+            b,
+            f"benign morphology ({what}) vs malignant '{b.text}'",
+        )
+        for b in b_side
+        if _malignant(b) and b.type == "pathological_diagnosis"
+    ]
 
 
 _GRADE_LEVEL = {"low": 0, "intermediate": 1, "high": 2}
@@ -326,6 +375,7 @@ RULES: tuple[Rule, ...] = (
     rule_dependency,
     rule_benign_vs_malignant,
     rule_in_situ_vs_invasive,
+    rule_benign_morphology,
     rule_grade,
     rule_marker_result,
     rule_margin,
