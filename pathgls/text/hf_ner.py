@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.text.base import ENTITY_TYPES, register_extractor
-from pathgls.text.llm_extractor import section_lookup
+from pathgls.text.sections import section_lookup
 from pathgls.types import Entity
 
 if TYPE_CHECKING:

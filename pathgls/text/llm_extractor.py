@@ -26,13 +26,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pathgls.errors import ConfigError
 from pathgls.llm_client import ChatClient, LLMError
 from pathgls.text.base import ENTITY_TYPES, register_extractor
+from pathgls.text.sections import section_lookup
 from pathgls.types import Entity, Relation
 
 logger = logging.getLogger(__name__)
@@ -227,24 +228,6 @@ def locate(text: str, needle: str, used: set[tuple[int, int]]) -> tuple[int, int
             return span
         fallback = fallback or span
     return fallback
-
-
-def section_lookup(text: str) -> Callable[[int], str]:
-    """Offset → section kind for ``text``, from :func:`~pathgls.text.sections.parse_report`.
-
-    When ``text`` is not already clean (cleaning changes it) the sections' offsets would not
-    fit, so every offset gets "other" and a warning is logged.
-    """
-    from pathgls.text.sections import parse_report
-
-    parsed = parse_report(text)
-    if parsed.text != text:
-        logger.warning(
-            "report text changes under cleaning; entities get section 'other' "
-            "(pass parse_report(raw).text to the extractor)"
-        )
-        return lambda _offset: "other"
-    return parsed.section_at
 
 
 @dataclass

@@ -55,11 +55,15 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pathgls.text.base import ParsedReport, Section, Sentence
 from pathgls.text.clean import clean_report
+
+logger = logging.getLogger(__name__)
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -558,3 +562,19 @@ def _trim(text: str, a: int, b: int, *, block_start: bool) -> tuple[int, int]:
         else:
             break
     return a, b
+
+
+def section_lookup(text: str) -> Callable[[int], str]:
+    """Offset → section kind for ``text``, from :func:`~pathgls.text.sections.parse_report`.
+
+    When ``text`` is not already clean (cleaning changes it) the sections' offsets would not
+    fit, so every offset gets "other" and a warning is logged.
+    """
+    parsed = parse_report(text)
+    if parsed.text != text:
+        logger.warning(
+            "report text changes under cleaning; entities get section 'other' "
+            "(pass parse_report(raw).text to the extractor)"
+        )
+        return lambda _offset: "other"
+    return parsed.section_at
