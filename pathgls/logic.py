@@ -16,6 +16,7 @@ A report without any such pair has no logic to check: S_l is *missing*, never 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -103,26 +104,28 @@ def build_pairs(report: AnalyzedReport, *, config: LogicConfig | None = None) ->
             diagnoses.append(s)
         if types & (PREMISE_TYPES | DIAGNOSIS_TYPES) and (not is_diag or types & PREMISE_TYPES):
             premises.append((len(members), s))
-    pairs = [
-        LogicPair(p, h, "finding->diagnosis")
-        for _, p in sorted(premises, key=lambda t: (-t[0], t[1]))
-        for h in diagnoses
-        if p != h
-    ]
-    if cfg.diagnosis_pairs:
-        pairs += [
-            LogicPair(a, b, "diagnosis<->diagnosis")
-            for i, a in enumerate(diagnoses)
-            for b in diagnoses[i + 1 :]
-        ]
+
+    def candidates() -> Iterator[LogicPair]:
+        for _, p in sorted(premises, key=lambda t: (-t[0], t[1])):
+            for h in diagnoses:
+                if p != h:
+                    yield LogicPair(p, h, "finding->diagnosis")
+        if cfg.diagnosis_pairs:
+            for i, a in enumerate(diagnoses):
+                for b in diagnoses[i + 1 :]:
+                    yield LogicPair(a, b, "diagnosis<->diagnosis")
+
+    # Generated lazily and cut at max_pairs: a huge report must not build millions of pairs.
     seen: set[tuple[int, int]] = set()
-    unique = []
-    for pair in pairs:
+    unique: list[LogicPair] = []
+    for pair in candidates():
         key = (min(pair.premise, pair.hypothesis), max(pair.premise, pair.hypothesis))
         if key not in seen:
             seen.add(key)
             unique.append(pair)
-    return unique[: cfg.max_pairs]
+            if len(unique) >= cfg.max_pairs:
+                break
+    return unique
 
 
 def top_k(n_pairs: int, config: LogicConfig) -> int:
@@ -159,6 +162,8 @@ def logic_score(
             evidence={"n_pairs": 0, "nli": nli.name},
             warnings=warnings,
         )
+    if len(pairs) >= cfg.max_pairs:
+        warnings.append(f"logic pairs capped at {cfg.max_pairs} (LogicConfig.max_pairs)")
     sents = report.parsed.sentences
     prem = [sents[p.premise].text for p in pairs]
     hyp = [sents[p.hypothesis].text for p in pairs]
