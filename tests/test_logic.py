@@ -290,3 +290,13 @@ def test_logic_runs_with_a_hugging_face_nli_model(tmp_path: Path) -> None:
         [s.evidence["top_pairs"][0]["premise"]], [s.evidence["top_pairs"][0]["hypothesis"]]
     )
     assert direct[0] == pytest.approx(s.evidence["top_pairs"][0]["probability"], abs=1e-6)
+
+
+def test_negation_about_the_remaining_ones_is_no_contradiction() -> None:
+    from pathgls.nli import build_nli
+
+    nli = build_nli("rules")
+    pos = "Two of fourteen lymph nodes are positive for metastatic carcinoma."
+    rest = "The remaining lymph nodes are negative for metastatic carcinoma."
+    assert nli.explain(pos, rest) == []
+    assert nli.explain(pos, "The lymph nodes are negative for metastatic carcinoma.") != []

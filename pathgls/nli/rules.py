@@ -29,6 +29,7 @@ carcinoma at the margins", "the remaining lymph nodes are negative") contradicts
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -115,9 +116,23 @@ GENERIC_LESION = frozenset(
 )
 
 
+class Side(list[Entity]):
+    """The entities of one sentence, with the sentence itself (for scope words)."""
+
+    def __init__(self, entities: Sequence[Entity], text: str = "") -> None:
+        super().__init__(entities)
+        self.text = text
+
+
+#: "The remaining nodes are negative": a statement about *other* members of a set.
+_PARTITIVE = re.compile(r"\b(?:remaining|remainder|rest of|all other|other|additional)\b", re.I)
+
+
 def _scopes(side: Sequence[Entity]) -> set[str]:
-    """Where a sentence's statements are scoped: its sites, plus margins and lymph nodes."""
+    """Where a sentence's statements are scoped: sites, margins, lymph nodes, "the remaining"."""
     out = {_key(e) for e in side if e.type == "anatomical_site"}
+    if _PARTITIVE.search(getattr(side, "text", "")):
+        out.add("<the remaining ones>")
     out |= {"margin" for e in side if e.type == "margin"}
     out |= {"lymph node" for e in side if e.type == "lymph_node_involvement"}
     return out
@@ -419,7 +434,7 @@ class RulesNLI:
 
     def explain(self, premise: str, hypothesis: str) -> list[RuleHit]:
         """Every rule hit for the pair, strongest first (premise entities on the left)."""
-        p, h = self._entities(premise), self._entities(hypothesis)
+        p, h = Side(self._entities(premise), premise), Side(self._entities(hypothesis), hypothesis)
         hits: list[RuleHit] = []
         for rule in RULES:
             hits.extend(rule(p, h, self.weights))
