@@ -4,8 +4,8 @@ Deliberately independent of the scorers: plain regular expressions and word tabl
 entity extractor, no NLI, so a scorer cannot be tuned to its own perturbations.
 
 * control: ``identity`` and ``reword`` (harmless rewording of verbs and connectives);
-* logic errors: ``swap_diagnosis`` (the main malignant diagnosis becomes a benign neoplasm that
-  the report's own findings contradict), ``negate_key_finding`` (the invasion or nodal
+* logic errors: ``swap_diagnosis`` (the main malignant diagnosis becomes its benign counterpart,
+  which the report's own findings contradict), ``negate_key_finding`` (the invasion or nodal
   metastasis the diagnosis depends on is negated — or, when the report states it only inside the
   diagnosis, a sentence denying it is added), ``swap_grade`` (one grade statement flipped to the
   opposite end while another grade statement or grade-defining feature stays).
@@ -60,23 +60,35 @@ _STOP = (
 _MALIGNANT = re.compile(
     rf"\b(?:{_STOP}[a-z]+[\s-]){{0,4}}(?:adeno)?carcinoma\b(?!\s+in\s+situ)"
     rf"|\b(?:{_STOP}[a-z]+[\s-]){{0,2}}"
-    r"(?:sarcoma|melanoma|lymphoma|carcinosarcoma|mesothelioma|glioblastoma)\b",
+    r"(?:[a-z]*sarcoma|melanoma|lymphoma|mesothelioma|glioblastoma)\b",
     re.IGNORECASE,
 )
-_BENIGN_BY_ORGAN = [
-    (r"breast|ductal|lobular|mammary|mammae", "fibroadenoma"),
-    (r"colon|rectum|rectal|colorectal|sigmoid|cecum|colonic", "tubular adenoma"),
-    (r"endometri|uter|myometri", "leiomyoma"),
-    (r"skin|melanoma|squamous|cutaneous|basal", "benign intradermal nevus"),
-    (r"thyroid|papillary|follicular", "follicular adenoma"),
-    (r"liver|hepato", "hepatocellular adenoma"),
-    (r"kidney|renal|clear cell", "oncocytoma"),
-    (r"lung|pulmonary|bronch", "pulmonary hamartoma"),
-    (r"sarcoma|soft tissue", "lipoma"),
-    (r"stomach|gastric|signet", "fundic gland polyp"),
-    (r"ovar", "serous cystadenoma"),
-    (r"bladder|urothelial|prostat", "benign adenoma"),
+# The benign counterpart keeps the histotype words and swaps only the head noun — the minimal
+# edit a model makes when it calls an adenocarcinoma an adenoma (first match wins).
+_BENIGN_HEADS = [
+    (r"adenocarcinoma", "adenoma"),
+    (r"(?<=squamous cell )carcinoma|(?<=squamous )carcinoma", "papilloma"),
+    (r"(?<=urothelial )carcinoma|(?<=transitional cell )carcinoma", "papilloma"),
+    (r"carcinoma", "adenoma"),
+    (r"liposarcoma", "lipoma"),
+    (r"leiomyosarcoma", "leiomyoma"),
+    (r"rhabdomyosarcoma", "rhabdomyoma"),
+    (r"angiosarcoma", "hemangioma"),
+    (r"carcinosarcoma", "adenofibroma"),
+    (r"sarcoma", "fibroma"),
+    (r"melanoma", "nevus"),
+    (r"mesothelioma", "adenomatoid tumor"),
+    (r"glioblastoma", "pilocytic astrocytoma"),
+    (r"lymphoma", "reactive lymphoid hyperplasia"),
 ]
+#: Words that make a diagnosis malignant or graded; they go with the swap.
+_MALIGNANT_QUALIFIERS = re.compile(
+    r"\b(?:invasive|infiltrating|metastatic|malignant|(?:poorly|moderately|well)[\s-]differentiated|"
+    r"high[\s-]grade|low[\s-]grade|undifferentiated|dedifferentiated)\s*,?\s*",
+    re.IGNORECASE,
+)
+
+
 _INVASION_SENTENCE = re.compile(
     r"(?:\b(?:tumou?r|carcinoma|it)\s+(?:has\s+)?(?:invades|invaded|invading|infiltrates|infiltrated)\b"
     r"|\b(?:stromal|myometrial|capsular|deep)\s+invasion\s+(?:is|was)\s+(?:present|identified|seen)\b)",
@@ -91,21 +103,19 @@ _INVASIVE_DX = re.compile(r"\b(?:invasive|infiltrating)\b[^.;]{0,60}?\bcarcinoma
 
 
 def swap_diagnosis(text: str) -> str | None:
-    """Replace the first malignant diagnosis phrase by a benign neoplasm of the same organ."""
+    """Turn the first malignant diagnosis into its benign counterpart (adenocarcinoma → adenoma,
+    squamous cell carcinoma → squamous cell papilloma, liposarcoma → lipoma, ...)."""
     m = _MALIGNANT.search(text)
     if m is None:
         return None
-    benign = next(
-        (
-            b
-            for where in (m.group(0), text)
-            for pat, b in _BENIGN_BY_ORGAN
-            if re.search(pat, where, re.I)
-        ),
-        "benign neoplasm",
-    )
-    phrase = benign if not m.group(0)[:1].isupper() else benign[:1].upper() + benign[1:]
-    return text[: m.start()] + phrase + text[m.end() :]
+    phrase = _MALIGNANT_QUALIFIERS.sub("", m.group(0))
+    for pattern, benign in _BENIGN_HEADS:
+        new, n = re.subn(pattern, benign, phrase, count=1, flags=re.IGNORECASE)
+        if n:
+            break
+    if m.group(0)[:1].isupper():
+        new = new[:1].upper() + new[1:]
+    return text[: m.start()] + new + text[m.end() :]
 
 
 def negate_key_finding(text: str) -> str | None:

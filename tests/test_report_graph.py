@@ -83,7 +83,12 @@ def test_perturbations_are_scorer_free_and_targeted() -> None:
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not {m for m in imported if m and m.startswith("pathgls")}, imported
     t = "Invasive ductal carcinoma of the left breast. Lymphovascular invasion is present."
-    assert swap_diagnosis(t).startswith("Fibroadenoma of the left breast.")
+    assert swap_diagnosis(t).startswith("Ductal adenoma of the left breast.")
+    assert (
+        swap_diagnosis("Poorly differentiated squamous cell carcinoma.")
+        == "Squamous cell papilloma."
+    )
+    assert swap_diagnosis("A high-grade liposarcoma.") == "A lipoma."
     assert negate_key_finding(t).endswith(
         "No stromal invasion is identified. Lymphovascular invasion is present."
     )
