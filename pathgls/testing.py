@@ -392,7 +392,7 @@ def save_random_nli_classifier(
     """
     from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
-    from pathgls.nli.hf import quiet_loading
+    from pathgls.hf_loading import quiet_loading
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -489,7 +489,7 @@ def save_random_token_classifier(
     """
     from transformers import BertConfig, BertForTokenClassification
 
-    from pathgls.nli.hf import quiet_loading
+    from pathgls.hf_loading import quiet_loading
 
     if labels is None:
         from pathgls.text.hf_ner import HARE_NER_LABELS

@@ -7,9 +7,7 @@ rule, mean/std) for the batched torch preprocessing of :class:`TorchPreprocess`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -25,6 +23,7 @@ from pathgls.encoders.base import (
 )
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError
+from pathgls.hf_loading import load_checked, saved_precision
 
 logger = logging.getLogger(__name__)
 
@@ -110,26 +109,14 @@ def load_hf_clip(
         raise EncoderError(
             f"{config.name!r}: {location} holds a {hf_config.model_type!r} model, not a CLIPModel"
         )
-    saved = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
-    preferred = "bf16" if saved in (torch.bfloat16, "bfloat16") else None
-    precision = resolve_precision(config.precision, device, preferred=preferred)
+    precision = resolve_precision(config.precision, device, preferred=saved_precision(hf_config))
+    model = load_checked(
+        CLIPModel, location, label=config.name, what="a CLIPModel", dtype=torch_dtype(precision)
+    )
     try:
-        with _quiet_loading():
-            model, info = CLIPModel.from_pretrained(
-                location,
-                dtype=torch_dtype(precision),
-                local_files_only=True,
-                output_loading_info=True,
-            )
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
     except (OSError, ValueError, RuntimeError, KeyError) as e:
-        raise EncoderError(f"{config.name!r}: cannot load CLIPModel from {location}: {e}") from e
-    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
-    if missing:
-        raise EncoderError(
-            f"{config.name!r}: weights in {location} do not cover the model "
-            f"({len(missing)} missing, e.g. {missing[:3]})"
-        )
+        raise EncoderError(f"{config.name!r}: cannot load the tokenizer in {location}: {e}") from e
     model = model.to(device).eval()
     image_size = int(hf_config.vision_config.image_size)
     max_len = min(
@@ -173,17 +160,3 @@ def load_hf_clip(
 )
 def _plip(config: EncoderConfig, location: str) -> ClipEncoder:
     return load_hf_clip(config, location, model_id="vinid/plip")
-
-
-@contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """Hide transformers' per-load progress bar (it would garble pathgls' own progress display)."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()

@@ -18,11 +18,10 @@ results come back in the input order. Probabilities are a softmax over all the c
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +31,7 @@ import torch
 from pathgls.encoders import hub
 from pathgls.encoders.base import resolve_device, resolve_precision, torch_dtype
 from pathgls.errors import ConfigError, EncoderError
+from pathgls.hf_loading import load_checked, saved_precision
 from pathgls.nli.base import register_nli
 
 logger = logging.getLogger(__name__)
@@ -54,20 +54,6 @@ _LABEL_PREFIXES = {
 }
 # Fallback when neither the tokenizer nor the config gives a usable maximum length.
 _DEFAULT_MAX_LENGTH = 512
-
-
-@contextlib.contextmanager
-def quiet_loading() -> Iterator[None]:
-    """Hide transformers' loading/saving progress bars (they garble pathgls' own output)."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _label_class(label: str) -> str | None:
@@ -375,28 +361,21 @@ def load_hf_nli(
     label_index = map_nli_labels(hf_config.id2label)
     try:
         torch_device = resolve_device(device)
-        saved = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
-        preferred = "bf16" if saved in (torch.bfloat16, "bfloat16") else None
-        resolved = resolve_precision(precision, torch_device, preferred=preferred)
+        resolved = resolve_precision(precision, torch_device, preferred=saved_precision(hf_config))
     except ConfigError as e:
         raise ConfigError(f"NLI model {name!r}: {e}") from e
+    model = load_checked(
+        AutoModelForSequenceClassification,
+        location,
+        label=name,
+        what="an NLI classifier",
+        head_hint="is it a base model without its NLI head?",
+        dtype=torch_dtype(resolved),
+    )
     try:
-        with quiet_loading():
-            model, info = AutoModelForSequenceClassification.from_pretrained(
-                location,
-                dtype=torch_dtype(resolved),
-                local_files_only=True,
-                output_loading_info=True,
-            )
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
     except (OSError, ValueError, RuntimeError, KeyError) as e:
-        raise EncoderError(f"{name!r}: cannot load an NLI classifier from {location}: {e}") from e
-    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
-    if missing:
-        raise EncoderError(
-            f"{name!r}: weights in {location} do not cover the model ({len(missing)} missing, "
-            f"e.g. {missing[:3]}); is it a base model without its NLI head?"
-        )
+        raise EncoderError(f"{name!r}: cannot load the tokenizer in {location}: {e}") from e
     source_repo, revision = hub.location_source(location)
     random_weights = hub.is_random_weights(location)
     if random_weights:

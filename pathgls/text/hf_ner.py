@@ -482,25 +482,26 @@ def load_hf_ner(
 
     from pathgls.encoders import hub
     from pathgls.encoders.base import resolve_device
-    from pathgls.nli.hf import quiet_loading
+    from pathgls.hf_loading import load_checked
 
     label = name or f"hf-ner:{location}"
     torch_device = resolve_device(device)
     try:
         config = AutoConfig.from_pretrained(location, local_files_only=True)
-        with quiet_loading():
-            model, info = AutoModelForTokenClassification.from_pretrained(
-                location, local_files_only=True, output_loading_info=True
-            )
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise NERModelError(f"{label}: no Hugging Face model config in {location}: {e}") from e
+    model = load_checked(
+        AutoModelForTokenClassification,
+        location,
+        label=label,
+        what="a token classifier",
+        head_hint="is it a base model without its token-classification head?",
+        error=NERModelError,
+    )
+    try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
-        raise NERModelError(f"{label}: cannot load a token classifier from {location}: {e}") from e
-    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
-    if missing:
-        raise NERModelError(
-            f"{label}: weights in {location} do not cover the model ({len(missing)} missing, "
-            f"e.g. {missing[:3]}); is it a base model without its token-classification head?"
-        )
+        raise NERModelError(f"{label}: cannot load the tokenizer in {location}: {e}") from e
     id2label = getattr(config, "id2label", None) or {}
     labels = [
         str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))

@@ -1,0 +1,79 @@
+"""Loading Hugging Face checkpoints the same way everywhere (CLIP encoders, NLI, NER).
+
+Local files only (pathgls never downloads implicitly), transformers' progress bars hidden,
+library errors turned into pathgls errors that name the model, and a checkpoint whose weights
+do not cover the model (e.g. a base model without its task head) refused instead of silently
+running with randomly initialised layers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from pathgls.errors import EncoderError, PathGLSError
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Hide transformers' loading/saving progress bars (they garble pathgls' own output)."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def saved_precision(hf_config: Any) -> str | None:
+    """``"bf16"`` when the checkpoint was saved in bfloat16 (CUDA then runs it so), else None."""
+    import torch
+
+    saved = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+    return "bf16" if saved in (torch.bfloat16, "bfloat16") else None
+
+
+def load_checked(
+    model_class: Any,
+    location: str,
+    *,
+    label: str,
+    what: str,
+    head_hint: str = "",
+    dtype: Any = None,
+    error: type[PathGLSError] = EncoderError,
+) -> Any:
+    """``model_class.from_pretrained(location)`` from local files, checked.
+
+    Args:
+        model_class: a transformers class (``CLIPModel``, ``AutoModelFor...``).
+        location: local directory of the checkpoint.
+        label: the user's name for the model, used in messages.
+        what: what the model should be ("CLIPModel", "an NLI classifier", ...).
+        head_hint: added to the missing-weights message (e.g. "is it a base model without its
+            NLI head?").
+        dtype: torch dtype to load in (None: the checkpoint's).
+        error: the pathgls error class to raise.
+
+    Raises:
+        PathGLSError: ``error`` when loading fails or weights are missing.
+    """
+    kwargs: dict[str, Any] = {"local_files_only": True, "output_loading_info": True}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    try:
+        with quiet_loading():
+            model, info = model_class.from_pretrained(location, **kwargs)
+    except (OSError, ValueError, RuntimeError, KeyError) as e:
+        raise error(f"{label!r}: cannot load {what} from {location}: {e}") from e
+    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
+    if missing:
+        raise error(
+            f"{label!r}: weights in {location} do not cover the model ({len(missing)} missing, "
+            f"e.g. {missing[:3]}){'; ' + head_hint if head_hint else ''}"
+        )
+    return model
