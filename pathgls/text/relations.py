@@ -87,18 +87,22 @@ def extract_relations(parsed: ParsedReport, entities: Sequence[Entity]) -> list[
                 site = _nearest(i, [j for j in members if entities[j].type in SITE_TYPES], entities)
                 if site is not None:
                     rels.add((i, site, "located_in"))
+    # With a diagnosis section, findings support the diagnoses stated there; without one, any
+    # diagnosis stated in another sentence.
+    has_dx_section = any(s.kind == "diagnosis" for s in parsed.sections)
     diagnoses = [
         j
         for j, e in enumerate(entities)
-        if e.type == "pathological_diagnosis" and not e.negated and sent[j] is not None
+        if e.type == "pathological_diagnosis"
+        and not e.negated
+        and sent[j] is not None
+        and (e.section == "diagnosis" or not has_dx_section)
     ]
     for i, e in enumerate(entities):
         if e.type not in FINDING_TYPES or e.negated or sent[i] is None:
             continue
         for j in diagnoses:
-            if sent[j] != sent[i] and (
-                entities[j].section == "diagnosis" or e.section != "diagnosis"
-            ):
+            if sent[j] != sent[i]:
                 rels.add((i, j, "supports"))
     first: dict[str, int] = {}
     for i, e in enumerate(entities):
