@@ -61,9 +61,9 @@ from pathgls.text.lexicon import (
     DEFAULT_LEXICON_DIR,
     Lexicon,
     LexiconError,
-    derive_attributes,
     load_lexicon,
 )
+from pathgls.text.lexicon_derive import derive_attributes
 from pathgls.text.sections import parse_report
 from pathgls.types import Entity
 
