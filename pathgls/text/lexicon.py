@@ -10,7 +10,8 @@ knowledge, in tab-separated files readable with the standard library:
   regex pass of pathgls, not TargetMatcher token patterns) for numeric and pattern forms:
   Gleason scores, grade numbers, TNM, stage groups, R status, sizes, node counts, mitotic
   counts, IHC signs and scores. ``derive=NAME`` names the function of
-  :mod:`pathgls.text.lexicon_derive` that turns the match's named groups into attributes (grade from a number, ...);
+  :mod:`pathgls.text.lexicon_derive` that turns the match's named groups into attributes
+  (grade from a number, ...);
 - ``spellings.tsv``, header ``american  british``: spelling fragments ("tumor" → "tumour").
 
 The matching rules for ConText live beside them in ``context_rules.json`` (medspaCy's format,
