@@ -6,6 +6,8 @@ Public API (stable names; everything else is internal):
 - slides: :func:`open_slide`, :func:`find_slides`
 - feature bags: :func:`extract_slide`, :func:`read_bag`, :func:`validate_bag`
 - encoders: :func:`build_encoder`, :func:`list_encoders`
+- reports: :func:`analyze_report`, :func:`build_extractor`, :func:`build_nli`, :func:`score_logic`
+  (S_l from text), :func:`logic_score` (S_l of an analysed report)
 - results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
 """
 
@@ -27,6 +29,11 @@ _LAZY = {
     "build_encoder": "pathgls.encoders",
     "list_encoders": "pathgls.encoders",
     "ExtractResult": "pathgls.extract",
+    "analyze_report": "pathgls.text",
+    "build_extractor": "pathgls.text",
+    "build_nli": "pathgls.nli",
+    "logic_score": "pathgls.logic",
+    "score_logic": "pathgls.logic",
     "extract_slide": "pathgls.extract",
     "find_slides": "pathgls.tiling",
     "open_slide": "pathgls.tiling",
@@ -44,6 +51,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from pathgls.config import PathGLSConfig, load_config
     from pathgls.encoders import build_encoder, list_encoders
     from pathgls.extract import ExtractResult, extract_slide
+    from pathgls.logic import logic_score, score_logic
+    from pathgls.nli import build_nli
+    from pathgls.text import analyze_report, build_extractor
     from pathgls.tiling import find_slides, open_slide
     from pathgls.types import (
         Entity,
@@ -79,12 +89,17 @@ __all__ = [
     "ReportGraph",
     "ScoreCard",
     "__version__",
+    "analyze_report",
     "build_encoder",
+    "build_extractor",
+    "build_nli",
     "extract_slide",
     "find_slides",
     "list_encoders",
     "load_config",
+    "logic_score",
     "open_slide",
     "read_bag",
+    "score_logic",
     "validate_bag",
 ]

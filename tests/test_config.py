@@ -66,3 +66,19 @@ def test_scorecard_json_roundtrip() -> None:
         ModuleScore(name="x", value=None)
     e = Entity(text="IDC", type="pathological_diagnosis", start=3, end=6, negated=True)
     assert e.span == (3, 6)
+
+
+def test_public_api_names_resolve_lazily() -> None:
+    import subprocess
+    import sys
+
+    import pathgls
+
+    for name in pathgls.__all__:
+        assert getattr(pathgls, name) is not None
+    with pytest.raises(AttributeError):
+        _ = pathgls.not_a_name
+    # importing the package (and tiling) does not pull in torch
+    code = "import sys, pathgls, pathgls.tiling, pathgls.bags; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
