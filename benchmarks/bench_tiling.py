@@ -64,8 +64,10 @@ def _child(args: argparse.Namespace) -> None:
     from PIL import Image
 
     from pathgls.config import TilingConfig
+    from pathgls.memory import limit_heap_fragmentation
     from pathgls.tiling import make_grid, open_slide, stream_patches
 
+    limit_heap_fragmentation()  # as the `pathgls` command does at start
     cfg = TilingConfig()
     res: dict[str, float] = {}
     if args.mode == "full":

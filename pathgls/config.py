@@ -43,8 +43,10 @@ class TilingConfig:
     overlap: int = 0
     # Minimum tissue fraction of a patch (0–1) for it to be kept.
     tissue_threshold: float = 0.25
-    # Resolution of the tissue mask in µm/px (coarse: the mask is cheap and memory is flat).
+    # Resolution of the tissue mask in µm/px (coarse: the mask is cheap).
     mask_mpp: float = 8.0
+    # Longest side of the tissue mask in px: larger slides get a coarser mask, so memory is flat.
+    mask_max_side: int = 1024
     # A level whose mpp is within this relative tolerance of the target is read without resizing.
     mpp_tolerance: float = 0.05
     # A slide coarser than the target by more than this factor is refused (upsampling invents
@@ -79,6 +81,7 @@ class TilingConfig:
             f"tissue_threshold must be in [0, 1], got {self.tissue_threshold}",
         )
         _require(self.max_upsample >= 1, f"max_upsample must be >= 1, got {self.max_upsample}")
+        _require(self.mask_max_side >= 64, f"mask_max_side must be >= 64, got {self.mask_max_side}")
         _require(self.mask_mpp > 0, f"mask_mpp must be > 0, got {self.mask_mpp}")
         _require(
             0 <= self.mpp_tolerance < 1,

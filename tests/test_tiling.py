@@ -291,3 +291,24 @@ def test_stream_propagates_read_errors(slides_dir: Path) -> None:
     with pytest.raises(SlideReadError, match="boom"):
         list(it)
     assert openslide  # imported to make sure the binary wheel is present
+
+
+def test_mask_size_is_capped_for_huge_slides(cmu_slide: Path) -> None:
+    from pathgls.tiling.tissue import slide_tissue_mask
+
+    r = open_slide(cmu_slide)
+    m = slide_tissue_mask(r, TilingConfig(mask_max_side=128), mpp0=r.mpp)
+    assert max(m.mask.shape) <= 129 and m.downsample == pytest.approx(
+        2967 / m.mask.shape[0], rel=0.02
+    )
+    assert 0.2 < m.tissue_fraction < 0.8
+
+
+def test_heap_tuning_applies_on_glibc() -> None:
+    import platform
+
+    from pathgls.memory import limit_heap_fragmentation
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt tuning is glibc-only")
+    assert limit_heap_fragmentation() is True

@@ -216,7 +216,9 @@ class ImageReader:
         self._pixels = np.zeros((0, 0, 3), np.uint8)
 
 
-def read_downsampled(reader: SlideReader, downsample: float, *, strip: int = 2048) -> np.ndarray:
+def read_downsampled(
+    reader: SlideReader, downsample: float, *, strip_pixels: int = 1 << 20
+) -> np.ndarray:
     """The whole slide at ``downsample`` (level-0 px per output px), memory flat in slide size.
 
     Reads the finest level that is not finer than needed, in strips, and resizes each strip, so
@@ -229,7 +231,7 @@ def read_downsampled(reader: SlideReader, downsample: float, *, strip: int = 204
     ds = reader.level_downsamples[level]
     lw, lh = reader.level_dimensions[level]
     out = np.empty((out_h, out_w, 3), dtype=np.uint8)
-    rows_per_strip = max(1, strip)
+    rows_per_strip = max(8, strip_pixels // max(lw, 1))  # ~4 MB of RGBA per read
     y_out = 0
     for ly in range(0, lh, rows_per_strip):
         lh_strip = min(rows_per_strip, lh - ly)

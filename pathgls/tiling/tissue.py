@@ -77,10 +77,12 @@ def tissue_mask(rgb: np.ndarray, *, mpp: float, config: TilingConfig | None = No
     rgb = np.asarray(rgb)[..., :3]
     if rgb.size == 0:
         return TissueMask(np.zeros(rgb.shape[:2], bool), 1.0, 1.0)
-    mx = rgb.max(axis=-1).astype(np.float32)
-    mn = rgb.min(axis=-1).astype(np.float32)
-    sat = np.divide(mx - mn, mx, out=np.zeros_like(mx), where=mx > 0)
+    mx = rgb.max(axis=-1)
+    mn = rgb.min(axis=-1)
     glass = mn > cfg.white_level
+    sat = (mx - mn).astype(np.float32)  # uint8 difference: never negative
+    np.divide(sat, mx, out=sat, where=mx > 0)
+    del mx, mn
     candidates = sat[~glass]
     if candidates.size:
         thr = float(np.clip(otsu_threshold(candidates), cfg.min_saturation, cfg.max_saturation))
@@ -105,10 +107,25 @@ def tissue_mask(rgb: np.ndarray, *, mpp: float, config: TilingConfig | None = No
     return TissueMask(tissue, 1.0, thr)
 
 
+def _disk(radius: int) -> np.ndarray:
+    r = np.arange(-radius, radius + 1)
+    return (r[:, None] ** 2 + r[None, :] ** 2) <= radius**2
+
+
 def _close(mask: np.ndarray, *, radius: float) -> np.ndarray:
-    """Morphological closing with a disk of ``radius`` px (distance transforms: O(n) in r)."""
+    """Morphological closing with a disk of ``radius`` px.
+
+    Small radii (the slide mask: a few px) use binary dilation/erosion, which only needs bool
+    arrays; large ones (a 40× tile) use distance transforms, O(n) whatever the radius.
+    """
     if radius < 1 or not mask.any():
         return mask
+    if radius <= 12:
+        disk = _disk(round(radius))
+        pad = round(radius)
+        # Outside the image counts as tissue for the erosion, so the border is not eaten away.
+        grown = np.pad(ndimage.binary_dilation(mask, structure=disk), pad, constant_values=True)
+        return ndimage.binary_erosion(grown, structure=disk)[pad:-pad, pad:-pad]
     grown = ndimage.distance_transform_edt(~mask) <= radius
     if grown.all():
         return grown
@@ -143,11 +160,12 @@ def _remove_small(mask: np.ndarray, *, min_pixels: int) -> np.ndarray:
 
 
 def slide_tissue_mask(reader: SlideReader, config: TilingConfig, *, mpp0: float) -> TissueMask:
-    """Tissue mask of a whole slide at ``config.mask_mpp`` (never finer than level 0)."""
+    """Tissue mask of a whole slide at ``config.mask_mpp``, coarser for slides whose mask would
+    exceed ``config.mask_max_side`` px (never finer than level 0)."""
     downsample = max(1.0, config.mask_mpp / mpp0)
-    # Keep the mask at most ~4k px on its long side, whatever the slide.
+    # The mask is at most mask_max_side px on its long side, so memory is flat in slide size.
     w0, h0 = reader.dimensions
-    downsample = max(downsample, max(w0, h0) / 4096)
+    downsample = max(downsample, max(w0, h0) / config.mask_max_side)
     thumb = read_downsampled(reader, downsample)
     real_ds = w0 / thumb.shape[1]
     tm = tissue_mask(thumb, mpp=mpp0 * real_ds, config=config)
