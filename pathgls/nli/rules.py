@@ -176,8 +176,9 @@ def rule_dependency(
         if not needs or not _affirmed(a):
             continue
         for b in b_side:
-            if b.negated and _certain(b) and needs & {b.attributes.get("group"), _key(b)}:
-                need = ", ".join(sorted(needs & {b.attributes.get("group"), _key(b)}))
+            met = needs & {b.attributes.get("group"), _key(b)}
+            if b.negated and _certain(b) and met:
+                need = ", ".join(sorted(met))
                 hits.append(
                     _hit(
                         "dependency",
