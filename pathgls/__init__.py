@@ -8,6 +8,9 @@ Public API (stable names; everything else is internal):
 - encoders: :func:`build_encoder`, :func:`list_encoders`
 - reports: :func:`analyze_report`, :func:`build_extractor`, :func:`build_nli`, :func:`score_logic`
   (S_l from text), :func:`logic_score` (S_l of an analysed report)
+- grounding: :func:`ground` (S_g of a report's entities on a :class:`WindowSource`),
+  :func:`open_bag_source` (a feature bag), :func:`roi_source` (an ROI image),
+  :class:`GroundingConfig`
 - results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
 """
 
@@ -37,6 +40,12 @@ _LAZY = {
     "extract_slide": "pathgls.extract",
     "find_slides": "pathgls.tiling",
     "open_slide": "pathgls.tiling",
+    "GroundingConfig": "pathgls.config",
+    "GroundingResult": "pathgls.grounding_score",
+    "WindowSource": "pathgls.grounding_score",
+    "ground": "pathgls.grounding_score",
+    "open_bag_source": "pathgls.grounding_score",
+    "roi_source": "pathgls.grounding_score",
     "Entity": "pathgls.types",
     "GateDecision": "pathgls.types",
     "ModuleScore": "pathgls.types",
@@ -48,9 +57,16 @@ _LAZY = {
 
 if TYPE_CHECKING:  # for type checkers and IDEs
     from pathgls.bags import FeatureBag, read_bag, validate_bag
-    from pathgls.config import PathGLSConfig, load_config
+    from pathgls.config import GroundingConfig, PathGLSConfig, load_config
     from pathgls.encoders import build_encoder, list_encoders
     from pathgls.extract import ExtractResult, extract_slide
+    from pathgls.grounding_score import (
+        GroundingResult,
+        WindowSource,
+        ground,
+        open_bag_source,
+        roi_source,
+    )
     from pathgls.logic import logic_score, score_logic
     from pathgls.nli import build_nli
     from pathgls.text import analyze_report, build_extractor
@@ -82,12 +98,15 @@ __all__ = [
     "ExtractResult",
     "FeatureBag",
     "GateDecision",
+    "GroundingConfig",
+    "GroundingResult",
     "ModuleScore",
     "PathGLSConfig",
     "Relation",
     "Report",
     "ReportGraph",
     "ScoreCard",
+    "WindowSource",
     "__version__",
     "analyze_report",
     "build_encoder",
@@ -95,11 +114,14 @@ __all__ = [
     "build_nli",
     "extract_slide",
     "find_slides",
+    "ground",
     "list_encoders",
     "load_config",
     "logic_score",
+    "open_bag_source",
     "open_slide",
     "read_bag",
+    "roi_source",
     "score_logic",
     "validate_bag",
 ]

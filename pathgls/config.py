@@ -171,6 +171,74 @@ class BagConfig:
         )
 
 
+#: Entity types grounded by default: what an H&E image can show.
+GROUNDED_TYPES = (
+    "pathological_diagnosis",
+    "morphology_finding",
+    "diagnosis_descriptor",
+    "grade",
+    "lymphovascular_invasion",
+    "perineural_invasion",
+    "metastasis",
+)
+
+
+@dataclass(frozen=True)
+class GroundingConfig:
+    """How the Grounding score S_g is computed (see :mod:`pathgls.grounding`)."""
+
+    # "foil-rank" (default: encoder-independent [0, 1]), "raw" (paper) or "sigmoid" (ref. code).
+    calibration: Literal["raw", "sigmoid", "foil-rank"] = "foil-rank"
+    # Slope k and midpoint t of the sigmoid calibration (reference code: 60 and 0.20).
+    sigmoid_k: float = 60.0
+    sigmoid_t: float = 0.20
+    # Prompt templates; "{}" is the entity. Several are averaged (prompt ensembling).
+    templates: tuple[str, ...] = ("an H&E image of {}.",)
+    # Phrase of an entity: "auto" (as written, abbreviations expanded to the concept),
+    # "text" (always as written) or "concept" (the canonical concept when there is one).
+    phrase_source: Literal["auto", "text", "concept"] = "auto"
+    # Entity types that are grounded; other types are listed as skipped with the reason.
+    visual_types: tuple[str, ...] = GROUNDED_TYPES
+    # Ground hedged findings ("possible carcinoma") too; they are flagged in the evidence.
+    include_uncertain: bool = True
+    # Foil phrase file (one phrase per line, "#" comments); "" uses the built-in bank.
+    foils: str = ""
+    # foil-rank needs at least this many foils left after removing the report's own concepts.
+    min_foils: int = 16
+    # Best patches kept per entity (GeoJSON export, evidence).
+    top_patches: int = 5
+    # Windows per similarity chunk: bounds memory (~chunk × (D + M) × 4 bytes), not results.
+    chunk_windows: int = 8192
+    # "auto" (CUDA when present), "cpu", "cuda", ...
+    device: str = "auto"
+    # Largest ROI side in pixels accepted by ROI mode (bigger regions: extract a bag).
+    roi_max_side: int = 16384
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "templates", tuple(self.templates))
+        object.__setattr__(self, "visual_types", tuple(self.visual_types))
+        _require(
+            self.calibration in ("raw", "sigmoid", "foil-rank"),
+            f"calibration must be raw, sigmoid or foil-rank, got {self.calibration!r}",
+        )
+        _require(bool(self.templates), "grounding needs at least one prompt template")
+        for t in self.templates:
+            _require(
+                isinstance(t, str) and t.count("{}") == 1,
+                f"a prompt template must contain exactly one '{{}}', got {t!r}",
+            )
+        _require(self.sigmoid_k > 0, f"sigmoid_k must be > 0, got {self.sigmoid_k}")
+        _require(
+            self.phrase_source in ("auto", "text", "concept"),
+            f"phrase_source must be auto, text or concept, got {self.phrase_source!r}",
+        )
+        _require(bool(self.visual_types), "visual_types must name at least one entity type")
+        _require(self.min_foils >= 1, f"min_foils must be >= 1, got {self.min_foils}")
+        _require(self.top_patches >= 1, f"top_patches must be >= 1, got {self.top_patches}")
+        _require(self.chunk_windows >= 1, f"chunk_windows must be >= 1, got {self.chunk_windows}")
+        _require(self.roi_max_side >= 16, f"roi_max_side must be >= 16, got {self.roi_max_side}")
+
+
 @dataclass(frozen=True)
 class PathGLSConfig:
     """The whole configuration; one section per job."""
@@ -179,6 +247,7 @@ class PathGLSConfig:
     stream: StreamConfig = field(default_factory=StreamConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     bag: BagConfig = field(default_factory=BagConfig)
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:

@@ -64,3 +64,11 @@ class BagError(PathGLSError):
 
 class SampleDataError(PathGLSError):
     """Sample data could not be fetched or failed its checksum."""
+
+
+class GroundingError(PathGLSError):
+    """Grounding cannot run on what it was given (not a missing score: a wrong input)."""
+
+
+class EncoderMismatchError(GroundingError):
+    """The feature bag was made by another encoder than the text tower grounding uses."""

@@ -149,6 +149,8 @@ def _extract(
             n_windows=len(offsets) ** 2,
             dim=encoder.dim,
             config_json=json.dumps(config_to_dict(config), sort_keys=True),
+            # where the slide was (heat maps draw over its thumbnail); not part of its identity
+            extras={"slide_path": str(Path(slide).resolve())},
         )
         path = bag_path_for(out_dir, reader.name, ec.name)
         result.bag_path, result.n_patches = str(path), len(grid)

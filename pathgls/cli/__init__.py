@@ -6,6 +6,7 @@ import typer
 
 from pathgls.cli import data as _data
 from pathgls.cli import extract as _extract
+from pathgls.cli import ground as _ground
 from pathgls.cli import logic as _logic
 from pathgls.cli import models as _models
 
@@ -18,6 +19,7 @@ app = typer.Typer(
 )
 _extract.register(app)
 _logic.register(app)
+_ground.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

@@ -187,11 +187,15 @@ class TorchPreprocess:
 
 
 def as_uint8_batch(images: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """Check a ``(B, H, W, 3)`` uint8 batch and return it as a CPU or device tensor (no copy)."""
+    """Check a ``(B, H, W, 3)`` uint8 batch and return it as a CPU or device tensor.
+
+    No copy is made unless the array is not contiguous or read-only (e.g. from PIL).
+    """
     if isinstance(images, np.ndarray):
         if images.dtype != np.uint8:
             raise EncoderError(f"images must be uint8 RGB, got dtype {images.dtype}")
-        tensor = torch.from_numpy(np.ascontiguousarray(images))
+        arr = np.ascontiguousarray(images)
+        tensor = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
     elif isinstance(images, torch.Tensor):
         if images.dtype != torch.uint8:
             raise EncoderError(f"images must be uint8 RGB, got dtype {images.dtype}")
