@@ -516,3 +516,159 @@ def save_random_token_classifier(
     tokenizer.save_pretrained(out)
     mark_random(out)
     return out
+
+
+# Tiny LLaVA: a CLIP vision tower (32 px, 8 px patches: 16 image tokens) and a Llama decoder.
+_VLM_IMAGE_SIZE = 32
+_VLM_PATCH_SIZE = 8
+_VLM_TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+# Wide enough an init that the greedy text visibly depends on the image and the prompt (with the
+# usual 0.02 a random decoder repeats one token whatever it is shown).
+_VLM_INIT_RANGE = 0.1
+
+#: Chat template of the tiny VLM: ``{{ bos }}<|role|>\n...<eos>\n`` per message, one ``<image>``
+#: per image part, and ``<|assistant|>\n`` as the generation prompt.
+VLM_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def _byte_bpe_tokenizer(corpus: list[str], vocab_size: int, max_length: int) -> Any:
+    """A Llama-style byte-level BPE fast tokenizer trained on ``corpus``, offline.
+
+    Specials ``<unk>`` ``<s>`` ``</s>`` ``<pad>`` get ids 0–3, every byte has a token (any text
+    can be encoded), ``<s>`` is prepended to each sequence, and ``<image>`` is the last id.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<s>", "</s>", "<pad>"]
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>"},
+        model_max_length=max_length,
+    )
+
+
+def save_random_vlm(
+    directory: str | os.PathLike[str], *, seed: int = 0, chat_template: bool = True
+) -> Path:
+    """Save a tiny random LLaVA (``LlavaForConditionalGeneration``) with its ``LlavaProcessor``.
+
+    The vision tower is a 2-layer CLIP ViT at 32 px with 8 px patches; LLaVA's ``default``
+    feature selection drops its CLS token, so each image becomes 16 ``<image>`` tokens, and the
+    processor (``patch_size`` 8, one additional token, ``default`` strategy) expands each
+    ``<image>`` of the prompt to exactly those 16. The decoder is a 2-layer, 32-wide Llama over
+    a byte-level BPE vocabulary of a few hundred tokens trained here on report sentences. Rows
+    of the language-model head are zeroed for the special tokens and for every token that does
+    not decode to printable ASCII, so greedy output is readable (if meaningless) text and
+    always runs to ``max_new_tokens``.
+
+    Args:
+        directory: Created if needed.
+        seed: Torch seed of the initialisation.
+        chat_template: Save :data:`VLM_CHAT_TEMPLATE` with the processor (False: a model
+            without a chat template, for error tests).
+
+    Returns:
+        The directory, loadable with ``AutoModelForImageTextToText`` and ``AutoProcessor``
+        from local files, and as the subject ``hf:<directory>``.
+    """
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    from pathgls.hf_loading import quiet_loading
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _byte_bpe_tokenizer(list(_NLI_CORPUS), 400, 2048)
+    side, patch = _VLM_IMAGE_SIZE, _VLM_PATCH_SIZE
+    image_processor = CLIPImageProcessor(
+        size={"shortest_edge": side},
+        crop_size={"height": side, "width": side},
+        image_mean=_CLIP_MEAN,
+        image_std=_CLIP_STD,
+    )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,  # CLIP's CLS
+        chat_template=VLM_CHAT_TEMPLATE if chat_template else None,
+    )
+    vision = CLIPVisionConfig(
+        **_VLM_TOWER,
+        num_attention_heads=2,
+        image_size=side,
+        patch_size=patch,
+        initializer_range=_VLM_INIT_RANGE,
+    )
+    text = LlamaConfig(
+        **_VLM_TOWER,
+        vocab_size=len(tokenizer),
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        initializer_range=_VLM_INIT_RANGE,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=processor.image_token_id,
+        image_seq_length=(side // patch) ** 2,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-2,  # as in LLaVA-1.5
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config).eval()
+    readable = [
+        i
+        for i in range(len(tokenizer))
+        if i not in tokenizer.all_special_ids
+        and (piece := tokenizer.decode([i])).isascii()
+        and piece.isprintable()
+    ]
+    with torch.no_grad():
+        head = model.get_output_embeddings().weight
+        keep = torch.zeros(head.shape[0], 1, dtype=head.dtype)
+        keep[readable] = 1.0
+        head.mul_(keep)
+    with quiet_loading():
+        model.save_pretrained(out)
+    processor.save_pretrained(out)
+    mark_random(out)
+    return out
