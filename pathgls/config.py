@@ -208,7 +208,7 @@ class GroundingConfig:
     # Best patches kept per entity (GeoJSON export, evidence).
     top_patches: int = 5
     # Windows per similarity chunk: bounds memory (~chunk × (D + M) × 4 bytes), not results.
-    chunk_windows: int = 8192
+    chunk_windows: int = 32768
     # "auto" (CUDA when present), "cpu", "cuda", ...
     device: str = "auto"
     # Largest ROI side in pixels accepted by ROI mode (bigger regions: extract a bag).

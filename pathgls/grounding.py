@@ -95,7 +95,7 @@ def max_similarity(
     *,
     queries: np.ndarray | torch.Tensor,
     windows: Any,
-    chunk_windows: int = 8192,
+    chunk_windows: int = 32768,
     top_k: int = 0,
     keep_patch_max: bool = False,
     device: str | torch.device = "cpu",
@@ -136,14 +136,20 @@ def max_similarity(
     step = max(1, min(n, chunk_windows // max(w, 1)))
     # Buffers reused by every chunk: converting into memory already mapped is ~4× faster than
     # allocating a fresh float32 copy, and the matmul writes into a fixed output.
-    buf = torch.empty((step * w, d), dtype=torch.float32, device=dev)
+    buf = torch.empty(
+        (0, d) if _is_f32(windows, dev) else (step * w, d), dtype=torch.float32, device=dev
+    )
     sims_buf = torch.empty((step * w, m), dtype=torch.float32, device=dev)
     arange_m = torch.arange(m, device=dev)
     for start in range(0, n, step):
         stop = min(start + step, n)
         rows = (stop - start) * w
-        chunk = buf[:rows]
-        chunk.copy_(_read_chunk(windows, start, stop).reshape(rows, d))
+        src = _read_chunk(windows, start, stop).reshape(rows, d)
+        if src.dtype == torch.float32 and src.device == dev:
+            chunk = src  # already what the matmul needs: no copy
+        else:
+            chunk = buf[:rows]
+            chunk.copy_(src)
         sims = torch.matmul(chunk, q_t, out=sims_buf[:rows])
         # Cosine = dot / |v|: dividing the (rows, M) products is cheaper than normalising the
         # (rows, D) chunk, and windows stored in fp16 are not exactly unit length.
@@ -171,6 +177,17 @@ def max_similarity(
         patch_max=None if patch_max is None else patch_max.cpu().numpy(),
         n_patches=n,
         n_windows=w,
+    )
+
+
+def _is_f32(windows: Any, dev: torch.device) -> bool:
+    """True when chunks of ``windows`` can be used as they are (float32 on ``dev``)."""
+    if isinstance(windows, torch.Tensor):
+        return windows.dtype == torch.float32 and windows.device == dev
+    return (
+        dev.type == "cpu"
+        and getattr(windows, "dtype", None) == np.float32
+        and isinstance(windows, np.ndarray)
     )
 
 
