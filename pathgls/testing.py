@@ -672,3 +672,93 @@ def save_random_vlm(
     processor.save_pretrained(out)
     mark_random(out)
     return out
+
+
+#: Entity markers of HARE-RE's input (``[E1]head[/E1] ... [E2]tail[/E2]``).
+RE_MARKERS = ("[E1]", "[/E1]", "[E2]", "[/E2]")
+
+
+def _tiny_bert_config(tokenizer: Any, **extra: Any) -> Any:
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        initializer_range=0.25,  # wide, so outputs visibly depend on the input
+        **extra,
+    )
+
+
+def save_random_re_classifier(
+    directory: str | os.PathLike[str],
+    *,
+    labels: list[str] | tuple[str, ...] = ("NO_REL", "Relation"),
+    seed: int = 0,
+) -> Path:
+    """Save a tiny random BERT pair classifier in the layout of HARE-RE.
+
+    The tokenizer is the tiny WordPiece one of :func:`save_random_token_classifier` with the
+    entity markers :data:`RE_MARKERS` added as special tokens (one id each, never split or
+    lower-cased), and the model is a ``BertForSequenceClassification`` over it.
+
+    Args:
+        directory: Created if needed.
+        labels: Label names by class id, written to ``config.id2label`` (default HARE-RE's:
+            ``NO_REL`` at index 0, then ``Relation``).
+        seed: Torch seed of the initialisation.
+
+    Returns:
+        The directory, loadable as ``hare-re:<directory>`` by :mod:`pathgls.hare`.
+    """
+    from transformers import BertForSequenceClassification
+
+    from pathgls.hf_loading import quiet_loading
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _wordpiece_tokenizer(512)
+    tokenizer.add_special_tokens({"additional_special_tokens": list(RE_MARKERS)})
+    config = _tiny_bert_config(
+        tokenizer,
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification(config).eval()
+    with quiet_loading():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    mark_random(out)
+    return out
+
+
+def save_random_text_encoder(directory: str | os.PathLike[str], *, seed: int = 0) -> Path:
+    """Save a tiny random BERT encoder (``BertModel``), as HARE-alignment is used: CLS vectors.
+
+    Args:
+        directory: Created if needed.
+        seed: Torch seed of the initialisation.
+
+    Returns:
+        The directory, loadable with ``AutoModel`` and as ``hf-cls:<directory>`` by
+        :mod:`pathgls.hare` (2 layers, hidden 32, the tiny WordPiece tokenizer).
+    """
+    from transformers import BertModel
+
+    from pathgls.hf_loading import quiet_loading
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _wordpiece_tokenizer(512)
+    torch.manual_seed(seed)
+    model = BertModel(_tiny_bert_config(tokenizer)).eval()
+    with quiet_loading():
+        model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    mark_random(out)
+    return out
