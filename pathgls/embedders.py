@@ -32,10 +32,9 @@ class SentenceTransformerEmbedder:
         self.model = model
         self.name = name
         self.batch_size = batch_size
-        dim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
-        self.dim = int(dim())
+        # sentence-transformers renamed the method; older releases only have the long name
+        dim = getattr(model, "get_embedding_dimension", None)
+        self.dim = int(dim() if dim else model.get_sentence_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         items = list(texts)

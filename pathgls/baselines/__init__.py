@@ -49,6 +49,15 @@ from pathgls.baselines.factcount import (
     read_fact_counts,
     summarize_fact_counts,
 )
+from pathgls.baselines.judge import (
+    CRITERIA,
+    JudgeConfig,
+    JudgeError,
+    JudgeResult,
+    judge_pair,
+    judge_pairs,
+    parse_judge_spec,
+)
 from pathgls.baselines.lexical import (
     BaselineInputError,
     BleuConfig,
@@ -63,10 +72,8 @@ from pathgls.baselines.lexical import (
     rouge_batch,
 )
 
-# --- judge.py (LLM-as-judge) exports: added by its author below this line --------------------
-# --- end of judge.py exports ---------------------------------------------------------------
-
 __all__ = [
+    "CRITERIA",
     "AgreementResult",
     "BERTScoreConfig",
     "BERTScoreResult",
@@ -83,6 +90,9 @@ __all__ = [
     "FactCountScore",
     "FactCountSummary",
     "IdfWeights",
+    "JudgeConfig",
+    "JudgeError",
+    "JudgeResult",
     "RougeConfig",
     "RougeResult",
     "bertscore",
@@ -96,12 +106,14 @@ __all__ = [
     "fact_count_agreement",
     "fact_count_scores",
     "fact_count_table",
+    "judge_pair",
+    "judge_pairs",
     "load_bertscorer",
     "parse_fact_counts",
+    "parse_judge_spec",
     "read_fact_counts",
     "resolve_bertscore_model",
     "rouge",
     "rouge_batch",
     "summarize_fact_counts",
-    # --- judge.py names: added by its author below this line ---
 ]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import typer
 
+from pathgls.cli import attack as _attack
 from pathgls.cli import data as _data
 from pathgls.cli import extract as _extract
 from pathgls.cli import ground as _ground
 from pathgls.cli import logic as _logic
+from pathgls.cli import meta as _meta
 from pathgls.cli import models as _models
 
 app = typer.Typer(
@@ -20,6 +22,8 @@ app = typer.Typer(
 _extract.register(app)
 _logic.register(app)
 _ground.register(app)
+_attack.register(app)
+_meta.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

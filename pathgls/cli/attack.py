@@ -1,0 +1,172 @@
+"""``pathgls attack stain`` and ``pathgls stability``: the Stability module on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pathgls.cli.common import fail
+from pathgls.errors import PathGLSError
+
+Opt = typer.Option
+attack_app = typer.Typer(no_args_is_help=True, help="Attacks on the subject model.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``attack`` (group) and ``stability`` to ``app``."""
+    app.add_typer(attack_app, name="attack")
+    app.command("stability")(stability)
+
+
+@attack_app.command("stain")
+def stain(
+    image: Annotated[Path, typer.Argument(help="An RGB image (PNG/JPEG/TIFF).")],
+    out: Annotated[Path, Opt(help="Where to write the perturbed PNG.")],
+    seed: Annotated[int, Opt(help="Seed of the H and E scale factors.")] = 0,
+    image_id: Annotated[
+        str | None, Opt(help="Id that, with the seed, decides the factors (default: file name).")
+    ] = None,
+) -> None:
+    """Macenko stain perturbation: H and E concentrations scaled by seeded U(0.7, 1.3) factors."""
+    from pathgls.attacks.stain import perturb_stain
+    from pathgls.grounding_score import load_roi_image
+    from pathgls.viz import save_png
+
+    console = Console(stderr=True)
+    try:
+        img = load_roi_image(image)
+        res = perturb_stain(images=img, image_ids=image_id or image.name, seed=seed)
+        save_png(out, res.images)
+    except PathGLSError as e:
+        fail(console, e)
+    f = res.factors[0].tolist()
+    if not bool(res.transformed[0]):
+        console.print(f"[yellow]unchanged:[/] {escape(str(res.flags[0]))}", soft_wrap=True)
+    console.print(f"H × {f[0]:.3f}, E × {f[1]:.3f} (seed {seed}) → {out}")
+
+
+def stability(
+    subject: Annotated[str, Opt(help="openai:<url>#<model>, hf:<dir>, replay:<jsonl>, captioner")],
+    image: Annotated[Path | None, Opt(help="An ROI image.")] = None,
+    slide: Annotated[
+        Path | None, Opt(help="A slide (with --bag for montage/patches views).")
+    ] = None,
+    bag: Annotated[Path | None, Opt(help="The slide's feature bag.")] = None,
+    view: Annotated[str, Opt(help="Slide view: thumbnail, montage or patches.")] = "thumbnail",
+    attack: Annotated[str, Opt(help="Adversarial prompt name.")] = "false-malignant-history",
+    delta: Annotated[str, Opt(help="Δ backend: embedding, nli or entity.")] = "embedding",
+    nli: Annotated[str | None, Opt(help="NLI model for --delta nli (hf:<dir>).")] = None,
+    seed: Annotated[int, Opt(help="Generation and stain seed.")] = 0,
+    cache_dir: Annotated[
+        Path | None, Opt(help="Cache subject outputs here (reruns never re-query).")
+    ] = None,
+    mpp: Annotated[float | None, Opt(help="Level-0 µm/px of --slide without metadata.")] = None,
+    as_json: Annotated[bool, Opt("--json", help="Print reports and score as JSON.")] = False,
+) -> None:
+    """Stability score S_s of a subject on an ROI or a slide: stain shift and prompt attack."""
+    console = Console(stderr=True)
+    if (image is None) == (slide is None):
+        fail(console, "give exactly one of --image or --slide")
+    try:
+        run, item = _run(subject, image, slide, bag, view, attack, delta, nli, seed, cache_dir, mpp)
+    except PathGLSError as e:
+        fail(console, e)
+    score = run.score
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "item": item,
+                    "subject": subject,
+                    "stability": score.value,
+                    "missing_reason": score.missing_reason,
+                    "evidence": score.evidence,
+                    "warnings": score.warnings,
+                    "reports": {k: r.text for k, r in run.reports.items()},
+                    "errors": run.errors,
+                },
+                indent=2,
+            )
+        )
+        return
+    _print(run, item, subject)
+
+
+def _run(
+    subject: str,
+    image: Path | None,
+    slide: Path | None,
+    bag: Path | None,
+    view: str,
+    attack: str,
+    delta: str,
+    nli: str | None,
+    seed: int,
+    cache_dir: Path | None,
+    mpp: float | None,
+) -> Any:
+    from pathgls.embedders import build_embedder
+    from pathgls.grounding_score import load_roi_image
+    from pathgls.stability import StabilityConfig
+    from pathgls.stability_run import run_stability
+    from pathgls.subjects import build_subject
+    from pathgls.subjects.cache import SubjectCache
+    from pathgls.subjects.views import View, ViewConfig, slide_view
+    from pathgls.text import build_extractor
+
+    cfg = StabilityConfig(delta=delta)
+    subj = build_subject(subject)
+    if image is not None:
+        v, item = View(kind="roi", images=[load_roi_image(image)]), image.stem
+    else:
+        v, item = slide_view(slide, bag=bag, config=ViewConfig(kind=view), mpp=mpp), slide.stem
+    embedder = build_embedder("minilm") if delta in ("embedding", "entity") else None
+    nli_scorer = None
+    if delta == "nli":
+        from pathgls.nli import build_nli
+
+        if not nli:
+            raise PathGLSError("--delta nli needs --nli hf:<dir>")
+        nli_scorer = build_nli(nli)
+    run = run_stability(
+        subject=subj,
+        view=v,
+        item_id=item,
+        extractor=build_extractor("lexicon"),
+        embedder=embedder,
+        nli=nli_scorer,
+        attack=attack,
+        seed=seed,
+        cache=SubjectCache(cache_dir) if cache_dir else None,
+        config=cfg,
+    )
+    return run, item
+
+
+def _print(run: Any, item: str, subject: str) -> None:
+    out = Console()
+    score = run.score
+    value = "missing" if score.value is None else f"{score.value:.3f}"
+    out.print(f"[bold]{escape(item)}[/] · {escape(subject)}  S_s = {value}", soft_wrap=True)
+    if score.value is None:
+        out.print(f"  {escape(score.missing_reason or '')}", soft_wrap=True)
+    ev = score.evidence
+    for key, label in (("aug", "stain"), ("attack", ev.get("attack", "attack"))):
+        if f"delta_{key}" not in ev:
+            continue
+        ch = ev[f"changes_{key}"]
+        out.print(
+            f"  Δ_{key} = {ev[f'delta_{key}']:.3f} ({label}; {ev[f'scope_{key}']})"
+            f"  diagnosis changed: {'yes' if ch['diagnosis_changed'] else 'no'}",
+            soft_wrap=True,
+        )
+        for kind in ("added", "removed", "negation_flipped"):
+            if ch[kind]:
+                out.print(f"    {kind}: {escape(', '.join(ch[kind]))}", soft_wrap=True)
+    for w in score.warnings:
+        out.print(f"  [yellow]warning:[/] {escape(w)}", soft_wrap=True)

@@ -1,0 +1,183 @@
+"""``pathgls hare`` and ``pathgls meta``: reference-based metrics and their validation."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pathgls.cli.common import fail
+from pathgls.errors import PathGLSError
+
+Opt = typer.Option
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``hare`` and ``meta`` to ``app``."""
+    app.command("hare")(hare)
+    app.command("meta")(meta)
+
+
+def read_reports(path: Path, *, column: str | None = None) -> list[tuple[str, str]]:
+    """(id, report) items from a text file, a directory of .txt/.md files, or a TSV/CSV/JSONL.
+
+    Raises:
+        PathGLSError: nothing readable there, or no report column.
+    """
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".txt", ".md"))
+        if not files:
+            raise PathGLSError(f"{path}: no .txt or .md report in this directory")
+        return [(p.stem, p.read_text(encoding="utf-8", errors="replace")) for p in files]
+    if not path.is_file():
+        raise PathGLSError(f"{path}: no such file or directory")
+    suffix = path.suffix.lower()
+    names = (column,) if column else ("report", "text", "reference", "candidate")
+    if suffix == ".jsonl":
+        items = []
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                raise PathGLSError(f"{path}:{i}: not JSON: {e}") from e
+            key = next((c for c in names if c in obj), None)
+            if key is None:
+                raise PathGLSError(f"{path}:{i}: no report key (tried {', '.join(names)})")
+            items.append((str(obj.get("id", obj.get("case_id", i))), str(obj[key])))
+        return items
+    if suffix in (".tsv", ".csv"):
+        csv.field_size_limit(sys.maxsize)
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
+            key = next((c for c in names if c in (reader.fieldnames or [])), None)
+            if key is None:
+                raise PathGLSError(f"{path}: no report column (tried {', '.join(names)})")
+            return [(r.get("case_id") or str(i), r[key] or "") for i, r in enumerate(reader)]
+    return [(path.stem, path.read_text(encoding="utf-8", errors="replace"))]
+
+
+def hare(
+    refs: Annotated[Path, Opt(help="Reference report(s): file, directory, TSV/CSV/JSONL.")],
+    cands: Annotated[Path, Opt(help="Candidate report(s), aligned with --refs.")],
+    ref_column: Annotated[str | None, Opt(help="Report column of a --refs table.")] = None,
+    cand_column: Annotated[str | None, Opt(help="Report column of a --cands table.")] = None,
+    negation_aware: Annotated[
+        bool, Opt(help="A negated/affirmed entity pair never matches.")
+    ] = False,
+    as_json: Annotated[bool, Opt("--json", help="One JSON object per pair.")] = False,
+) -> None:
+    """HARE: entity soft-F1 and relation F1 of candidates against references (offline models)."""
+    from pathgls.hare import HareConfig, build_hare_models, score_pairs
+
+    console = Console(stderr=True)
+    try:
+        r = read_reports(refs, column=ref_column)
+        c = read_reports(cands, column=cand_column)
+        if len(r) != len(c):
+            raise PathGLSError(f"{len(r)} references but {len(c)} candidates: align them")
+        cfg = HareConfig(negation_aware=negation_aware)
+        results = score_pairs(
+            references=[t for _, t in r],
+            candidates=[t for _, t in c],
+            models=build_hare_models(config=cfg),
+            config=cfg,
+        )
+    except (PathGLSError, ValueError) as e:
+        fail(console, e if isinstance(e, PathGLSError) else str(e))
+    if as_json:
+        for (rid, _), (cid, _), res in zip(r, c, results, strict=True):
+            d = res.to_dict()
+            d.pop("entity_matches", None)
+            d.pop("relation_matches", None)
+            typer.echo(json.dumps({"reference": rid, "candidate": cid, **d}))
+        return
+    table = Table(title=f"HARE (offline) — {len(results)} pair(s)")
+    for col in ("reference", "candidate", "HARE", "F1 ent", "P ent", "R ent", "F1 rel"):
+        table.add_column(col)
+    for (rid, _), (cid, _), res in zip(r, c, results, strict=True):
+        rel = "—" if res.relation_f1 is None else f"{res.relation_f1:.3f}"
+        table.add_row(
+            escape(rid),
+            escape(cid),
+            f"{res.score:.3f}",
+            f"{res.entity_f1:.3f}",
+            f"{res.entity_precision:.3f}",
+            f"{res.entity_recall:.3f}",
+            rel,
+        )
+    Console().print(table)
+
+
+def meta(
+    table_path: Annotated[
+        Path, typer.Argument(help="TSV/CSV: reference, candidate, expert_score.")
+    ],
+    metrics: Annotated[
+        str, Opt(help="Comma-separated: bleu, rouge1, rougeL, bertscore, entity_f1, hare, dxalign.")
+    ] = "bleu,rougeL,bertscore,hare,dxalign",
+    score_column: Annotated[str, Opt(help="Expert score column.")] = "expert_score",
+    include_zeros: Annotated[bool, Opt(help="Keep pairs with an expert score of 0.")] = False,
+    plots: Annotated[Path | None, Opt(help="Write a scatter plot per metric here.")] = None,
+    as_json: Annotated[bool, Opt("--json", help="Print the table as JSON.")] = False,
+) -> None:
+    """Correlate metrics with expert scores (published protocol) and print the table."""
+    from dataclasses import asdict
+
+    from pathgls.meta import correlate, read_expert_table, scatter_plot
+    from pathgls.metrics import METRICS, compute_metrics
+
+    console = Console(stderr=True)
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    try:
+        for n in names:
+            METRICS.get(n)
+        rows, notes = read_expert_table(table_path, score=score_column)
+        for n in notes:
+            console.print(f"[yellow]skipped[/] {escape(n)}", soft_wrap=True)
+        values = compute_metrics(
+            names, references=[r.reference for r in rows], candidates=[r.candidate for r in rows]
+        )
+        expert = [r.expert for r in rows]
+        results = [
+            correlate(metric=n, values=values[n], expert=expert, include_zeros=include_zeros)
+            for n in names
+        ]
+        if plots is not None:
+            plots.mkdir(parents=True, exist_ok=True)
+            for n in names:
+                scatter_plot(
+                    plots / f"{n}.png",
+                    metric=n,
+                    values=values[n],
+                    expert=expert,
+                    include_zeros=include_zeros,
+                )
+    except PathGLSError as e:
+        fail(console, e)
+    if as_json:
+        typer.echo(json.dumps([asdict(c) for c in results], indent=2))
+        return
+    t = Table(title=f"{table_path.name}: metrics vs expert scores")
+    for col in ("metric", "n", "Pearson r", "p", "Spearman ρ", "Kendall τ", "R²", "RMSE"):
+        t.add_column(col)
+    for c in results:
+        t.add_row(
+            c.metric,
+            str(c.n),
+            f"{c.pearson:.3f}",
+            f"{c.pearson_p:.1e}",
+            f"{c.spearman:.3f}",
+            f"{c.kendall:.3f}",
+            f"{c.r2:.3f}",
+            f"{c.rmse:.3f}",
+        )
+    Console().print(t)

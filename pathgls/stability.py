@@ -1,0 +1,310 @@
+"""The Stability score S_s: does the subject's report hold under a stain shift and a false prompt?
+
+With R_orig the report under the neutral prompt, R_aug under a Macenko stain perturbation and
+R_attack under an adversarial prompt,
+
+    S_s = 1 − ½ (|Δ(R_orig, R_aug)| + |Δ(R_orig, R_attack)|),   Δ ∈ [0, 1].
+
+Δ backends (:data:`DELTAS`, pure functions with the model injected):
+
+``embedding`` (default)
+    1 − cosine of MiniLM sentence embeddings, on the *diagnosis sections* when both reports
+    have one (pathologists judge agreement on the diagnosis first), else on the whole reports;
+    mapped to [0, 1] by ``Δ = clip((1 − cos) / (1 − c_unrelated), 0, 1)`` with
+    ``c_unrelated = 0.36``, the median MiniLM cosine between reference reports of *different*
+    cases (TCGA, 48 reports of the HARE expert set: p10 0.23, p90 0.55). So Δ = 1 reads "as far
+    apart as the reports of two unrelated cases", and identical texts give 0.
+``nli``
+    bidirectional entailment: Δ = 1 − ½ (P(orig ⇒ x) + P(x ⇒ orig)), with any NLI model that
+    gives entailment probabilities.
+``entity``
+    1 − soft F1 between the two reports' findings; a finding negated on one side and affirmed
+    on the other never matches; soft matching by embedding cosine when an embedder is given,
+    else by concept.
+
+A missing report (the subject failed under a condition) leaves S_s missing with the reason;
+nothing is filled in. Evidence lists, per condition, the findings added, removed and
+negation-flipped, and whether the diagnosis changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from pathgls.embedders import TextEmbedder
+from pathgls.errors import ConfigError
+from pathgls.text.analyze import AnalyzedReport
+from pathgls.types import Entity, ModuleScore
+
+#: Median MiniLM cosine between reference reports of different cases (see the docstring).
+UNRELATED_COSINE = 0.36
+DELTAS = ("embedding", "nli", "entity")
+#: Entity types that count as findings for the entity Δ and the evidence.
+FINDING_TYPES = frozenset(
+    {
+        "pathological_diagnosis",
+        "morphology_finding",
+        "diagnosis_descriptor",
+        "grade",
+        "lymphovascular_invasion",
+        "perineural_invasion",
+        "metastasis",
+        "margin",
+        "lymph_node_involvement",
+        "biomarker_result",
+        "ihc_marker",
+    }
+)
+
+
+class EntailmentScorer(Protocol):
+    """An NLI model with entailment probabilities (``probabilities`` columns E, N, C)."""
+
+    name: str
+
+    def probabilities(self, premises: list[str], hypotheses: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    """How Δ is measured."""
+
+    # embedding (default), nli or entity.
+    delta: str = "embedding"
+    # Compare diagnosis sections when both reports have one (embedding/nli backends).
+    diagnosis_section: bool = True
+    # Median cosine of unrelated reports for the embedding calibration.
+    unrelated_cosine: float = UNRELATED_COSINE
+    # Entity Δ: a match needs at least this embedding cosine (soft matching).
+    entity_match_threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.delta not in DELTAS:
+            raise ConfigError(f"stability delta must be one of {DELTAS}, got {self.delta!r}")
+        if not 0 <= self.unrelated_cosine < 1:
+            raise ConfigError(f"unrelated_cosine must be in [0, 1), got {self.unrelated_cosine}")
+        if not 0 <= self.entity_match_threshold <= 1:
+            raise ConfigError("entity_match_threshold must be in [0, 1]")
+
+
+def comparison_texts(
+    a: AnalyzedReport, b: AnalyzedReport, *, diagnosis: bool
+) -> tuple[str, str, str]:
+    """The texts Δ compares: both diagnosis sections when both exist, else both whole reports.
+
+    Returns:
+        ``(text_a, text_b, scope)`` with scope ``diagnosis`` or ``report``.
+    """
+    if diagnosis:
+        da, db = diagnosis_text(a), diagnosis_text(b)
+        if da and db:
+            return da, db, "diagnosis"
+    return a.text.strip(), b.text.strip(), "report"
+
+
+def diagnosis_text(report: AnalyzedReport) -> str:
+    """The text of the report's diagnosis sections ("" when it has none)."""
+    parts = [
+        report.text[s.start : s.end].strip()
+        for s in report.parsed.sections
+        if s.kind == "diagnosis"
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def embedding_delta(
+    a: str, b: str, *, embedder: TextEmbedder, unrelated_cosine: float = UNRELATED_COSINE
+) -> float:
+    """``clip((1 − cos) / (1 − unrelated_cosine), 0, 1)`` of the two texts' embeddings."""
+    if a.strip() == b.strip():
+        return 0.0
+    e = np.asarray(embedder.embed([a, b]), dtype=np.float64)
+    cos = float(e[0] @ e[1] / max(np.linalg.norm(e[0]) * np.linalg.norm(e[1]), 1e-12))
+    return float(np.clip((1.0 - cos) / (1.0 - unrelated_cosine), 0.0, 1.0))
+
+
+def nli_delta(a: str, b: str, *, nli: EntailmentScorer) -> float:
+    """``1 − ½ (P(a ⇒ b) + P(b ⇒ a))``.
+
+    Raises:
+        ConfigError: the NLI backend gives no entailment probabilities (e.g. ``rules``).
+    """
+    if a.strip() == b.strip():
+        return 0.0
+    if not hasattr(nli, "probabilities"):
+        raise ConfigError(
+            f"the nli Δ needs entailment probabilities; NLI backend {nli.name!r} has none "
+            "(use an hf:<dir> NLI model)"
+        )
+    p = np.asarray(nli.probabilities([a, b], [b, a]), dtype=np.float64)
+    return float(np.clip(1.0 - 0.5 * (p[0, 0] + p[1, 0]), 0.0, 1.0))
+
+
+def _key(e: Entity) -> str:
+    return (e.concept or " ".join(e.text.lower().split())).lower()
+
+
+def findings(report: AnalyzedReport) -> dict[str, bool]:
+    """Finding concept → negated (affirmed anywhere wins), for the report's finding types."""
+    out: dict[str, bool] = {}
+    for e in report.entities:
+        if e.type in FINDING_TYPES:
+            k = _key(e)
+            out[k] = out.get(k, True) and e.negated
+    return out
+
+
+def entity_delta(
+    a: AnalyzedReport,
+    b: AnalyzedReport,
+    *,
+    embedder: TextEmbedder | None = None,
+    threshold: float = 0.5,
+) -> float:
+    """1 − soft F1 of the findings; negation must agree for any credit.
+
+    Each finding's credit is its best match on the other side: 1 for the same concept, else
+    the embedding cosine of the concepts when ``embedder`` is given and the cosine is at least
+    ``threshold``, else 0 — and always 0 when the negation differs. Two reports without any
+    finding are identical (Δ = 0); one side empty gives Δ = 1.
+    """
+    fa, fb = findings(a), findings(b)
+    if not fa and not fb:
+        return 0.0
+    if not fa or not fb:
+        return 1.0
+    ka, kb = list(fa), list(fb)
+    sim = np.array([[1.0 if x == y else 0.0 for y in kb] for x in ka])
+    if embedder is not None:
+        e = np.asarray(embedder.embed(ka + kb), dtype=np.float64)
+        cos = e[: len(ka)] @ e[len(ka) :].T
+        sim = np.maximum(sim, np.where(cos >= threshold, cos, 0.0))
+    neg_ok = np.array([[fa[x] == fb[y] for y in kb] for x in ka])
+    sim = np.clip(sim * neg_ok, 0.0, 1.0)
+    recall = float(sim.max(axis=1).mean())
+    precision = float(sim.max(axis=0).mean())
+    if precision + recall == 0:
+        return 1.0
+    return float(1.0 - 2 * precision * recall / (precision + recall))
+
+
+def finding_changes(orig: AnalyzedReport, other: AnalyzedReport) -> dict[str, Any]:
+    """Findings added, removed and negation-flipped, and whether the diagnosis changed."""
+    fo, fx = findings(orig), findings(other)
+    diag_o = {
+        _key(e) for e in orig.entities if e.type == "pathological_diagnosis" and not e.negated
+    }
+    diag_x = {
+        _key(e) for e in other.entities if e.type == "pathological_diagnosis" and not e.negated
+    }
+    return {
+        "added": sorted(k for k in fx if k not in fo),
+        "removed": sorted(k for k in fo if k not in fx),
+        "negation_flipped": sorted(k for k in fo if k in fx and fo[k] != fx[k]),
+        "diagnosis_changed": diag_o != diag_x,
+        "diagnoses_before": sorted(diag_o),
+        "diagnoses_after": sorted(diag_x),
+    }
+
+
+DeltaFn = Callable[[AnalyzedReport, AnalyzedReport], tuple[float, str]]
+
+
+def make_delta(
+    config: StabilityConfig,
+    *,
+    embedder: TextEmbedder | None = None,
+    nli: EntailmentScorer | None = None,
+) -> DeltaFn:
+    """The configured Δ as a function of two analysed reports → ``(Δ, scope)``.
+
+    Raises:
+        ConfigError: the backend's model was not given.
+    """
+    if config.delta == "embedding":
+        if embedder is None:
+            raise ConfigError("the embedding Δ needs a text embedder (pathgls.embedders)")
+
+        def emb(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+            ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
+            d = embedding_delta(ta, tb, embedder=embedder, unrelated_cosine=config.unrelated_cosine)
+            return d, scope
+
+        return emb
+    if config.delta == "nli":
+        if nli is None:
+            raise ConfigError("the nli Δ needs an NLI scorer with entailment probabilities")
+
+        def nl(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+            ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
+            return nli_delta(ta, tb, nli=nli), scope
+
+        return nl
+
+    def ent(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+        return entity_delta(a, b, embedder=embedder, threshold=config.entity_match_threshold), (
+            "findings"
+        )
+
+    return ent
+
+
+def stability_score(
+    *,
+    original: AnalyzedReport | None,
+    augmented: AnalyzedReport | None,
+    attacked: AnalyzedReport | None,
+    delta: DeltaFn,
+    delta_name: str = "embedding",
+    conditions: tuple[str, str] = ("stain", "attack"),
+) -> ModuleScore:
+    """S_s of three analysed reports with an injected Δ (see :func:`make_delta`).
+
+    A report that is None (its generation failed) makes S_s missing, naming the condition.
+    """
+    missing = [
+        name
+        for name, rep in (
+            ("original", original),
+            (conditions[0], augmented),
+            (conditions[1], attacked),
+        )
+        if rep is None
+    ]
+    if missing:
+        return ModuleScore(
+            name="stability",
+            value=None,
+            missing_reason=f"stability not scored: no report under {', '.join(missing)}",
+            evidence={"delta": delta_name},
+        )
+    assert original is not None and augmented is not None and attacked is not None
+    d_aug, scope_a = delta(original, augmented)
+    d_att, scope_t = delta(original, attacked)
+    value = 1.0 - 0.5 * (abs(d_aug) + abs(d_att))
+    warnings = []
+    for name, rep in (
+        ("original", original),
+        (conditions[0], augmented),
+        (conditions[1], attacked),
+    ):
+        warnings += [f"{name} report: {w}" for w in rep.warnings]
+    return ModuleScore(
+        name="stability",
+        value=float(np.clip(value, 0.0, 1.0)),
+        evidence={
+            "delta": delta_name,
+            "delta_aug": float(d_aug),
+            "delta_attack": float(d_att),
+            "scope_aug": scope_a,
+            "scope_attack": scope_t,
+            "conditions": list(conditions),
+            "changes_aug": finding_changes(original, augmented),
+            "changes_attack": finding_changes(original, attacked),
+        },
+        warnings=warnings,
+    )
