@@ -1,5 +1,11 @@
-"""Attacks on the subject model: Macenko stain perturbation (and, later, adversarial prompts)."""
+"""Attacks on the subject model: Macenko stain perturbation and the adversarial prompt library."""
 
+from pathgls.attacks.prompts import (
+    DEFAULT_ATTACK,
+    Prompt,
+    PromptLibrary,
+    load_prompt_library,
+)
 from pathgls.attacks.stain import (
     HE_REFERENCE,
     MAX_CONCENTRATION_REFERENCE,
@@ -16,8 +22,11 @@ from pathgls.attacks.stain import (
 )
 
 __all__ = [
+    "DEFAULT_ATTACK",
     "HE_REFERENCE",
     "MAX_CONCENTRATION_REFERENCE",
+    "Prompt",
+    "PromptLibrary",
     "StainConfig",
     "StainFit",
     "StainInputError",
@@ -25,6 +34,7 @@ __all__ = [
     "StainTarget",
     "fit_stain",
     "fit_target",
+    "load_prompt_library",
     "normalize_stain",
     "perturb_stain",
     "stain_factors",
