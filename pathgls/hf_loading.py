@@ -77,3 +77,23 @@ def load_checked(
             f"e.g. {missing[:3]}){'; ' + head_hint if head_hint else ''}"
         )
     return model
+
+
+#: Model types whose position ids start after the padding index (RoBERTa family).
+_OFFSET_POSITIONS = frozenset(
+    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm", "longformer"}
+)
+
+
+def model_max_length(config: Any, tokenizer: Any) -> int:
+    """Longest input the model takes, special tokens included."""
+    limits = []
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+            positions -= (getattr(config, "pad_token_id", None) or 1) + 1
+        limits.append(positions)
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+        limits.append(tok_max)
+    return min(limits) if limits else 512

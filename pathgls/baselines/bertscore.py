@@ -46,6 +46,7 @@ from typing import Any
 
 from pathgls.baselines.lexical import check_pairs, empty_pairs
 from pathgls.errors import ConfigError, EncoderError, ModelNotFoundError
+from pathgls.hf_loading import model_max_length
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ __all__ = [
 ]
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_DEFAULT_MAX_LENGTH = 512
 
 
 @dataclass(frozen=True)
@@ -214,18 +214,6 @@ def _load_encoder(location: Path, *, name: str) -> Any:
     return model.eval()
 
 
-def _max_length(tokenizer: Any, hf_config: Any) -> int:
-    limits = [
-        int(v)
-        for v in (
-            getattr(tokenizer, "model_max_length", None),
-            getattr(hf_config, "max_position_embeddings", None),
-        )
-        if isinstance(v, int | float) and 0 < v < 1_000_000
-    ]
-    return min(limits) if limits else _DEFAULT_MAX_LENGTH
-
-
 class BERTScorer:
     """A loaded encoder and tokenizer that score candidate / reference pairs with BERTScore.
 
@@ -267,7 +255,7 @@ class BERTScorer:
                 f"BERTScore num_layers={layer}, but {self.config.model!r} has {n_layers} layers"
             )
         self.num_layers = layer
-        self.max_length = self.config.max_length or _max_length(tokenizer, model.config)
+        self.max_length = self.config.max_length or model_max_length(model.config, tokenizer)
         self.special_ids = frozenset(
             i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None
         )

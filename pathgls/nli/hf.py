@@ -31,7 +31,7 @@ import torch
 from pathgls.encoders import hub
 from pathgls.encoders.base import resolve_device, resolve_precision, torch_dtype
 from pathgls.errors import ConfigError, EncoderError
-from pathgls.hf_loading import load_checked, saved_precision
+from pathgls.hf_loading import load_checked, model_max_length, saved_precision
 from pathgls.nli.base import register_nli
 
 logger = logging.getLogger(__name__)
@@ -306,19 +306,6 @@ def _check_pairs(premises: Sequence[str], hypotheses: Sequence[str]) -> list[tup
     return pairs
 
 
-def _max_length(tokenizer: Any, hf_config: Any) -> int:
-    """The smaller of the tokenizer's and the model's limits (either may be unset)."""
-    limits = [
-        int(v)
-        for v in (
-            getattr(tokenizer, "model_max_length", None),
-            getattr(hf_config, "max_position_embeddings", None),
-        )
-        if isinstance(v, int | float) and 0 < v < 1_000_000
-    ]
-    return min(limits) if limits else _DEFAULT_MAX_LENGTH
-
-
 def load_hf_nli(
     location: str | os.PathLike[str],
     *,
@@ -391,7 +378,7 @@ def load_hf_nli(
         device=torch_device,
         precision=resolved,
         batch_size=batch_size,
-        max_length=max_length or _max_length(tokenizer, hf_config),
+        max_length=max_length or model_max_length(hf_config, tokenizer),
         truncation=truncation,
     )
 

@@ -98,10 +98,6 @@ LABEL_TYPES: dict[str, str] = {
     ),
 }
 
-# Model types whose position ids start after the padding index (RoBERTa family).
-_OFFSET_POSITIONS = frozenset(
-    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm", "longformer"}
-)
 _PREFIX = re.compile(r"^([BIESLU])[-_](.+)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -421,20 +417,6 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def model_max_length(config: Any, tokenizer: Any) -> int:
-    """Longest input the model takes, special tokens included."""
-    limits = []
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
-            positions -= (getattr(config, "pad_token_id", None) or 1) + 1
-        limits.append(positions)
-    tok_max = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
-        limits.append(tok_max)
-    return min(limits) if limits else 512
-
-
 def resolve_location(argument: str, *, models_dir: str | os.PathLike[str] | None = None) -> str:
     """Local directory for ``<repo-or-dir>`` (never downloads).
 
@@ -482,7 +464,7 @@ def load_hf_ner(
 
     from pathgls.encoders import hub
     from pathgls.encoders.base import resolve_device
-    from pathgls.hf_loading import load_checked
+    from pathgls.hf_loading import load_checked, model_max_length
 
     label = name or f"hf-ner:{location}"
     torch_device = resolve_device(device)
