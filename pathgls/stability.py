@@ -202,8 +202,9 @@ def finding_changes(orig: AnalyzedReport, other: AnalyzedReport) -> dict[str, An
         _key(e) for e in other.entities if e.type == "pathological_diagnosis" and not e.negated
     }
     return {
-        "added": sorted(k for k in fx if k not in fo),
-        "removed": sorted(k for k in fo if k not in fx),
+        # negated findings are shown as such ("no necrosis"): an added negation is not a finding
+        "added": sorted(("no " if fx[k] else "") + k for k in fx if k not in fo),
+        "removed": sorted(("no " if fo[k] else "") + k for k in fo if k not in fx),
         "negation_flipped": sorted(k for k in fo if k in fx and fo[k] != fx[k]),
         "diagnosis_changed": diag_o != diag_x,
         "diagnoses_before": sorted(diag_o),

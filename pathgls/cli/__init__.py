@@ -7,6 +7,7 @@ import typer
 from pathgls.cli import attack as _attack
 from pathgls.cli import data as _data
 from pathgls.cli import extract as _extract
+from pathgls.cli import gate as _gate
 from pathgls.cli import ground as _ground
 from pathgls.cli import logic as _logic
 from pathgls.cli import meta as _meta
@@ -24,6 +25,7 @@ _logic.register(app)
 _ground.register(app)
 _attack.register(app)
 _meta.register(app)
+_gate.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

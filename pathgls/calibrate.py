@@ -1,0 +1,447 @@
+"""Module weights and gate thresholds from labelled data: the PathGLS calibration and ablation.
+
+A validation table holds, per item, the three module scores (grounding, logic, stability; any of
+them may be missing) and a label: an expert rank or score (higher = more trustworthy) or a binary
+acceptable 0/1. The trust of a row under weights ``w`` is the weighted mean over the row's
+available modules, renormalised by the weight those modules carry.
+
+* :func:`weight_search` grids the weight simplex (multiples of ``step``) and keeps the weights with
+  the highest Spearman ρ(trust, label); ties go to the point closest to the default weights.
+* :func:`thresholds_for_precision` is the lowest deploy threshold whose precision reaches a target.
+* :func:`ablation` is the paper's ablation: ρ with all modules, then with each module dropped.
+
+Rows that cannot be used (no module score, missing label) are skipped and reported in the
+result's ``warnings``, never imputed.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from pathgls.errors import PathGLSError
+
+MODULES: tuple[str, ...] = ("grounding", "logic", "stability")
+DEFAULT_WEIGHTS: Mapping[str, float] = {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+_TIE = 1e-12  # ρ values closer than this are ties
+
+
+class CalibrationError(PathGLSError, ValueError):
+    """A validation table or calibration request cannot be used."""
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One labelled item: module scores (``None`` = module missing) and its label."""
+
+    item_id: str
+    scores: Mapping[str, float | None]
+    label: float
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One weight vector and its Spearman ρ(trust, label)."""
+
+    weights: dict[str, float]
+    spearman: float
+
+
+@dataclass(frozen=True)
+class WeightSearchResult:
+    """Best weights on the simplex grid, against the default weights."""
+
+    weights: dict[str, float]
+    spearman: float
+    default_weights: dict[str, float]
+    default_spearman: float
+    top: tuple[GridPoint, ...]
+    n_rows: int
+    n_points: int
+    n_points_skipped: int
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """Lowest deploy threshold reaching the target precision (``threshold`` None: unreachable)."""
+
+    threshold: float | None
+    target_precision: float
+    n: int
+    n_deployed: int
+    precision: float | None
+    recall: float | None
+    reason: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AblationRow:
+    """ρ with one module dropped (``dropped`` None: all modules); ``delta`` = ρ − ρ(all)."""
+
+    dropped: str | None
+    weights: dict[str, float]
+    n: int
+    spearman: float
+    delta: float
+    warnings: tuple[str, ...] = field(default=())
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _parse_float(text: str | None, *, what: str, where: str, allow_empty: bool) -> float | None:
+    s = (text or "").strip()
+    if not s:
+        if allow_empty:
+            return None
+        raise CalibrationError(f"{where}: {what} is empty")
+    try:
+        value = float(s)
+    except ValueError as e:
+        raise CalibrationError(f"{where}: {what} {s!r} is not a number") from e
+    if not math.isfinite(value):
+        raise CalibrationError(f"{where}: {what} {s!r} is not a finite number")
+    return value
+
+
+def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
+    """Rows of a TSV/CSV with columns item_id, grounding, logic, stability, label.
+
+    ``.csv`` files are comma-separated, anything else tab-separated. An empty module cell means
+    the module is missing for that item.
+
+    Raises:
+        CalibrationError: unreadable file, missing columns, or a malformed line (named by number).
+    """
+    p = Path(path)
+    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
+    needed = ("item_id", *MODULES, "label")
+    rows: list[ValidationRow] = []
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            fields = reader.fieldnames or []
+            missing = [c for c in needed if c not in fields]
+            if missing:
+                raise CalibrationError(f"{p}: missing column(s) {', '.join(missing)}; has {fields}")
+            for r in reader:
+                line = reader.line_num
+                where = f"{p}: line {line}"
+                if None in r or any(r[c] is None for c in needed):
+                    raise CalibrationError(
+                        f"{where}: expected {len(fields)} fields separated by {delimiter!r}"
+                    )
+                scores = {
+                    m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)
+                    for m in MODULES
+                }
+                label = _parse_float(r["label"], what="label", where=where, allow_empty=False)
+                item_id = (r["item_id"] or "").strip() or f"line{line}"
+                rows.append(ValidationRow(item_id, scores, float(label)))  # type: ignore[arg-type]
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise CalibrationError(f"cannot read the validation table {p}: {e}") from e
+    return rows
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _coerce_row(row: ValidationRow | Mapping[str, object], i: int) -> ValidationRow:
+    if isinstance(row, ValidationRow):
+        return row
+    if not isinstance(row, Mapping):
+        raise CalibrationError(f"row {i}: expected a ValidationRow or a mapping, got {row!r}")
+    scores = row.get("scores", row)
+    if not isinstance(scores, Mapping):
+        raise CalibrationError(f"row {i}: 'scores' must be a mapping")
+    try:
+        label = float(row["label"])  # type: ignore[arg-type]
+        clean = {
+            m: None if scores.get(m) is None else float(scores[m])  # type: ignore[arg-type]
+            for m in MODULES
+        }
+    except KeyError as e:
+        raise CalibrationError(f"row {i}: no 'label'") from e
+    except (TypeError, ValueError) as e:
+        raise CalibrationError(f"row {i}: a score or the label is not a number: {e}") from e
+    return ValidationRow(str(row.get("item_id", i)), clean, label)
+
+
+def _check_modules(modules: Sequence[str]) -> tuple[str, ...]:
+    mods = tuple(modules)
+    if not mods or len(set(mods)) != len(mods) or any(m not in MODULES for m in mods):
+        raise CalibrationError(f"modules must be distinct names among {MODULES}; got {mods}")
+    return mods
+
+
+def _matrix(
+    rows: Sequence[ValidationRow | Mapping[str, object]], modules: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Scores (n × k, NaN = missing) and labels of the usable rows, and the skip warnings."""
+    scores, labels, warnings = [], [], []
+    for i, raw in enumerate(rows):
+        r = _coerce_row(raw, i)
+        vals = [r.scores.get(m) for m in modules]
+        vals = [math.nan if v is None or not math.isfinite(v) else float(v) for v in vals]
+        if not math.isfinite(r.label):
+            warnings.append(f"row {r.item_id}: label is not a number; skipped")
+        elif all(math.isnan(v) for v in vals):
+            warnings.append(f"row {r.item_id}: no module score among {modules}; skipped")
+        else:
+            scores.append(vals)
+            labels.append(r.label)
+    return (
+        np.asarray(scores, dtype=np.float64).reshape(-1, len(modules)),
+        np.asarray(labels),
+        warnings,
+    )
+
+
+def _trust(scores: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted mean over each row's available modules; NaN where they carry no weight."""
+    avail = ~np.isnan(scores)
+    wsum = (avail * w).sum(axis=1)
+    num = (np.where(avail, scores, 0.0) * w).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(wsum > 0, num / np.where(wsum > 0, wsum, 1.0), np.nan)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(stats.spearmanr(x, y)[0])
+
+
+def _simplex(k: int, units: int, min_units: int) -> list[tuple[int, ...]]:
+    """All k-tuples of integers ≥ min_units summing to units, lexicographic."""
+    if k == 1:
+        return [(units,)] if units >= min_units else []
+    out = []
+    for first in range(min_units, units - min_units * (k - 1) + 1):
+        out.extend((first, *rest) for rest in _simplex(k - 1, units - first, min_units))
+    return out
+
+
+def _default_weights(modules: tuple[str, ...]) -> np.ndarray:
+    w = np.array([DEFAULT_WEIGHTS[m] for m in modules])
+    return w / w.sum()
+
+
+def _as_dict(modules: Sequence[str], w: np.ndarray) -> dict[str, float]:
+    return {m: round(float(x), 10) for m, x in zip(modules, w, strict=True)}
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def weight_search(
+    *,
+    rows: Sequence[ValidationRow | Mapping[str, object]],
+    modules: Sequence[str] = MODULES,
+    step: float = 0.05,
+    min_weight: float = 0.0,
+) -> WeightSearchResult:
+    """Grid search of module weights maximising Spearman ρ(trust, label).
+
+    The grid is every weight vector on the simplex whose entries are multiples of ``step`` and at
+    least ``min_weight``. A grid point that leaves some usable row without weight on any of its
+    available modules is skipped (its ρ would be over fewer rows, not comparable), as is one with
+    constant trust. Ties in ρ go to the point closest (Euclidean) to the default weights
+    0.4/0.3/0.3, then to the lexicographically first.
+
+    Args:
+        rows: ``ValidationRow`` objects, or mappings with a ``label`` and the module scores
+            (flat or under ``scores``); ``None`` = module missing.
+        modules: modules to weight, a subset of grounding, logic, stability.
+        step: grid spacing; ``1 / step`` must be a whole number.
+        min_weight: lower bound of every weight (a multiple of ``step``).
+
+    Raises:
+        CalibrationError: bad grid, fewer than 3 usable rows, constant labels, or no grid point
+            that scores every usable row.
+    """
+    mods = _check_modules(modules)
+    if not 0 < step <= 1 or abs(1 / step - round(1 / step)) > 1e-9:
+        raise CalibrationError(f"step must divide 1 (e.g. 0.05, 0.1); got {step}")
+    units = round(1 / step)
+    min_units = min_weight / step
+    if min_weight < 0 or abs(min_units - round(min_units)) > 1e-9:
+        raise CalibrationError(
+            f"min_weight must be a non-negative multiple of step; got {min_weight}"
+        )
+    min_units = round(min_units)
+    if min_units * len(mods) > units:
+        raise CalibrationError(f"min_weight {min_weight} × {len(mods)} modules exceeds 1")
+    scores, labels, warnings = _matrix(rows, mods)
+    if labels.size < 3:
+        raise CalibrationError(f"only {labels.size} usable rows; at least 3 are needed")
+    if np.ptp(labels) == 0:
+        raise CalibrationError(f"all {labels.size} labels equal {labels[0]}: ρ is undefined")
+
+    default = _default_weights(mods)
+    default_rho = _spearman(_trust(scores, default), labels)
+    ranked: list[tuple[float, float, tuple[float, ...], np.ndarray]] = []
+    skipped = 0
+    for point in _simplex(len(mods), units, min_units):
+        w = np.array(point, dtype=np.float64) / units
+        trust = _trust(scores, w)
+        rho = math.nan if np.isnan(trust).any() else _spearman(trust, labels)
+        if math.isnan(rho):
+            skipped += 1
+            continue
+        dist = float(np.linalg.norm(w - default))
+        ranked.append((-round(rho / _TIE) * _TIE, round(dist, 12), tuple(w), w))
+    if not ranked:
+        raise CalibrationError("no grid point gives a non-constant trust for every usable row")
+    ranked.sort(key=lambda t: t[:3])
+    best = ranked[0][3]
+    best_rho = _spearman(_trust(scores, best), labels)
+    top = tuple(
+        GridPoint(_as_dict(mods, w), _spearman(_trust(scores, w), labels)) for *_, w in ranked[:5]
+    )
+    if skipped:
+        warnings.append(f"{skipped} grid point(s) skipped: a row without weight or constant trust")
+    return WeightSearchResult(
+        weights=_as_dict(mods, best),
+        spearman=best_rho,
+        default_weights=_as_dict(mods, default),
+        default_spearman=default_rho,
+        top=top,
+        n_rows=int(labels.size),
+        n_points=len(ranked),
+        n_points_skipped=skipped,
+        warnings=tuple(warnings),
+    )
+
+
+def thresholds_for_precision(
+    *,
+    trust: Sequence[float],
+    acceptable: Sequence[bool | int],
+    target_precision: float = 0.9,
+) -> ThresholdResult:
+    """Lowest threshold t such that the items deployed (trust ≥ t) reach the target precision.
+
+    Candidate thresholds are the observed trust values. Precision = acceptable deployed /
+    deployed; recall = acceptable deployed / acceptable. Pairs with a NaN trust are dropped with a
+    warning.
+
+    Raises:
+        CalibrationError: mismatched lengths, labels other than 0/1, a target outside (0, 1], or
+            no usable pair.
+    """
+    if not 0 < target_precision <= 1:
+        raise CalibrationError(f"target_precision must be in (0, 1]; got {target_precision}")
+    t = np.asarray(trust, dtype=np.float64)
+    a = np.asarray(acceptable, dtype=np.float64)
+    if t.shape != a.shape or t.ndim != 1:
+        raise CalibrationError(f"{t.size} trust values for {a.size} acceptable labels")
+    if not np.isin(a, (0.0, 1.0)).all():
+        raise CalibrationError("acceptable labels must be 0/1 (or booleans)")
+    warnings = []
+    finite = np.isfinite(t)
+    if not finite.all():
+        warnings.append(f"{int((~finite).sum())} pair(s) with a missing trust dropped")
+    t, a = t[finite], a[finite].astype(bool)
+    if t.size == 0:
+        raise CalibrationError("no usable (trust, acceptable) pair")
+    positives = int(a.sum())
+
+    def unreachable(reason: str) -> ThresholdResult:
+        return ThresholdResult(
+            None, target_precision, int(t.size), 0, None, None, reason, tuple(warnings)
+        )
+
+    if positives == 0:
+        return unreachable("no acceptable item: no threshold reaches any precision")
+    for cut in np.unique(t):  # ascending: the first hit is the lowest threshold
+        deployed = t >= cut
+        n_dep = int(deployed.sum())
+        tp = int((deployed & a).sum())
+        if tp / n_dep >= target_precision - _TIE:
+            return ThresholdResult(
+                threshold=float(cut),
+                target_precision=target_precision,
+                n=int(t.size),
+                n_deployed=n_dep,
+                precision=tp / n_dep,
+                recall=tp / positives,
+                warnings=tuple(warnings),
+            )
+    return unreachable(
+        f"no threshold reaches precision {target_precision}: even the highest trust "
+        f"({float(t.max())}) deploys an unacceptable item"
+    )
+
+
+def ablation(
+    *,
+    rows: Sequence[ValidationRow | Mapping[str, object]],
+    weights: Mapping[str, float],
+) -> list[AblationRow]:
+    """Spearman ρ(trust, label) with all weighted modules, then with each one dropped.
+
+    Dropping a module removes its weight and renormalises the others. Each configuration is
+    scored on the rows it can score (``n``); a configuration with no weight left or constant trust
+    has ρ = NaN.
+
+    Args:
+        rows: as for :func:`weight_search`.
+        weights: module → non-negative weight (renormalised to sum 1).
+
+    Raises:
+        CalibrationError: unknown modules, negative or all-zero weights, fewer than 3 usable rows,
+            or constant labels.
+    """
+    mods = _check_modules(list(weights))
+    w = np.array([float(weights[m]) for m in mods])
+    if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise CalibrationError(f"weights must be non-negative with a positive sum; got {weights}")
+    w = w / w.sum()
+    scores, labels, skip_warnings = _matrix(rows, mods)
+    if labels.size < 3:
+        raise CalibrationError(f"only {labels.size} usable rows; at least 3 are needed")
+    if np.ptp(labels) == 0:
+        raise CalibrationError(f"all {labels.size} labels equal {labels[0]}: ρ is undefined")
+
+    def evaluate(wv: np.ndarray) -> tuple[int, float, list[str]]:
+        notes = []
+        if wv.sum() <= 0:
+            return 0, math.nan, ["no weight left"]
+        trust = _trust(scores, wv / wv.sum())
+        keep = ~np.isnan(trust)
+        if not keep.all():
+            notes.append(f"{int((~keep).sum())} row(s) without a weighted module left out")
+        rho = _spearman(trust[keep], labels[keep])
+        if math.isnan(rho):
+            notes.append("ρ undefined (fewer than 3 rows or constant trust/labels)")
+        return int(keep.sum()), rho, notes
+
+    n_all, rho_all, notes = evaluate(w)
+    out = [AblationRow(None, _as_dict(mods, w), n_all, rho_all, 0.0, tuple(skip_warnings + notes))]
+    for i, m in enumerate(mods):
+        wd = w.copy()
+        wd[i] = 0.0
+        n, rho, notes = evaluate(wd)
+        kept = wd / wd.sum() if wd.sum() > 0 else wd
+        rest = [x for x in mods if x != m]
+        out.append(
+            AblationRow(
+                m,
+                _as_dict(rest, np.delete(kept, i)),
+                n,
+                rho,
+                rho - rho_all,
+                tuple(notes),
+            )
+        )
+    return out

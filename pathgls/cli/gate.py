@@ -1,0 +1,166 @@
+"""``pathgls gate``: route every ScoreCard of a run to deploy, review or reject."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pathgls.cli.common import fail
+from pathgls.errors import ConfigError, PathGLSError
+
+Arg = typer.Argument
+Opt = typer.Option
+
+CSV_COLUMNS = (
+    "file",
+    "item_id",
+    "subject",
+    "grounding",
+    "logic",
+    "stability",
+    "trust",
+    "route",
+    "reasons",
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``gate`` to ``app``."""
+    app.command("gate")(gate)
+
+
+def parse_floors(specs: list[str]) -> dict[str, float]:
+    """``["grounding=0.4", ...]`` → ``{"grounding": 0.4}``.
+
+    Raises:
+        ConfigError: A spec is not ``module=value`` with a number as value.
+    """
+    floors: dict[str, float] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError("missing '='" if not sep else "empty module name")
+            floors[name.strip()] = float(value)
+        except ValueError as e:
+            raise ConfigError(f"--floor must be module=value, got {spec!r} ({e})") from e
+    return floors
+
+
+def _load(path: Path) -> Any:
+    from pathgls.types import ScoreCard
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PathGLSError(f"unreadable: {e}") from e
+    if not isinstance(data, dict) or "item_id" not in data:
+        raise PathGLSError("not a ScoreCard (no item_id)")
+    try:
+        return ScoreCard.from_dict(data)
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        raise PathGLSError(f"not a valid ScoreCard: {e}") from e
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _module_value(card: Any, name: str) -> float | None:
+    score = card.modules.get(name)
+    value = None if score is None else score.value
+    return value if isinstance(value, int | float) else None
+
+
+def gate(
+    run_dir: Annotated[Path, Arg(help="Directory searched recursively for ScoreCard *.json.")],
+    deploy: Annotated[float, Opt(help="Trust at or above which a report is deployed.")] = 0.75,
+    review: Annotated[float, Opt(help="Trust at or above which a report is reviewed.")] = 0.5,
+    floor: Annotated[
+        list[str] | None, Opt(help="Per-module minimum, module=value (repeatable).")
+    ] = None,
+    csv_path: Annotated[
+        Path | None, Opt("--csv", help="CSV of the decisions (default RUN_DIR/gate.csv).")
+    ] = None,
+) -> None:
+    """Route each report to deploy / review / reject; exit 1 when any is rejected."""
+    from pathgls.fusion import FusionConfig, GateConfig, gate_scorecard
+
+    console = Console(stderr=True)
+    try:
+        gate_cfg = GateConfig(deploy=deploy, review=review, floors=parse_floors(floor or []))
+    except ConfigError as e:
+        fail(console, e)
+    if not run_dir.is_dir():
+        fail(console, f"{run_dir}: not a directory")
+    fusion_cfg = FusionConfig()
+    out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
+    rows: list[dict[str, str]] = []
+    errors = 0
+    for path in sorted(run_dir.rglob("*.json")):
+        rel = path.relative_to(run_dir).as_posix()
+        try:
+            card = gate_scorecard(_load(path), fusion=fusion_cfg, gate=gate_cfg)
+        except PathGLSError as e:
+            errors += 1
+            console.print(f"[red]error:[/] {escape(rel)}: {escape(str(e))}", soft_wrap=True)
+            continue
+        subject = card.inputs.get("subject", "") if isinstance(card.inputs, dict) else ""
+        rows.append(
+            {
+                "file": rel,
+                "item_id": str(card.item_id),
+                "subject": "" if subject is None else str(subject),
+                "grounding": _fmt(_module_value(card, "grounding")),
+                "logic": _fmt(_module_value(card, "logic")),
+                "stability": _fmt(_module_value(card, "stability")),
+                "trust": _fmt(card.trust),
+                "route": card.decision.route,
+                "reasons": " | ".join(card.decision.reasons),
+                "first_reason": card.decision.reasons[0] if card.decision.reasons else "",
+            }
+        )
+    if not rows:
+        fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
+    try:
+        out_csv.parent.mkdir(parents=True, exist_ok=True)
+        with out_csv.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    except OSError as e:
+        fail(console, f"cannot write {out_csv}: {e}")
+    _print_table(rows)
+    counts = {r: sum(row["route"] == r for row in rows) for r in ("deploy", "review", "reject")}
+    console.print(
+        f"{counts['deploy']} deploy, {counts['review']} review, {counts['reject']} reject"
+        f"{f', {errors} error(s)' if errors else ''} → {escape(str(out_csv))}",
+        soft_wrap=True,
+    )
+    raise typer.Exit(1 if counts["reject"] else 0)
+
+
+def _print_table(rows: list[dict[str, str]]) -> None:
+    colour = {"deploy": "green", "review": "yellow", "reject": "red"}
+    table = Table()
+    for col in ("item", "subject", "S_g", "S_l", "S_s", "trust", "route", "reason"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            escape(r["item_id"]),
+            escape(r["subject"]),
+            r["grounding"] or "—",
+            r["logic"] or "—",
+            r["stability"] or "—",
+            r["trust"] or "—",
+            f"[{colour[r['route']]}]{r['route']}[/]",
+            escape(r["first_reason"]),
+        )
+    Console().print(table)

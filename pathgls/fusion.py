@@ -1,0 +1,302 @@
+"""Trust score and gate routing: fuse the module scores, route a report to deploy/review/reject.
+
+The trust score is ``S = Σ w_m S_m`` over the modules that could run, with their weights
+renormalised to sum to 1 (DESIGN.md, Defaults: a module that cannot run is reported as
+missing, never replaced by a made-up number). When no weighted module could run the trust
+score is ``None`` with a reason, and the gate sends the report to human review — a missing
+score is never deployed.
+
+The reference code of PathGLS multiplies the fused score by 0.6 when ``S_l < 0.5`` and by
+0.8 when ``S_g < 0.25``. The paper does not describe these penalties, so they are off by
+default; ``FusionConfig(reference_penalties=True)`` turns them on for parity runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pathgls.errors import ConfigError
+from pathgls.types import GateDecision, ModuleScore, ScoreCard
+
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+)
+# (module, below this value, factor) — the reference code's extra penalties.
+REFERENCE_PENALTIES: tuple[tuple[str, float, float], ...] = (
+    ("logic", 0.5, 0.6),
+    ("grounding", 0.25, 0.8),
+)
+
+
+def _finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite real number, else None."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How module scores are fused into the trust score."""
+
+    # Weight per module name; modules not named here are not fused (e.g. hare).
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    # The reference code's penalties (×0.6 when S_l < 0.5, ×0.8 when S_g < 0.25); off: not in
+    # the paper.
+    reference_penalties: bool = False
+
+    def __post_init__(self) -> None:
+        try:
+            weights = {str(k): float(v) for k, v in dict(self.weights).items()}
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"fusion weights must map module names to numbers: {e}") from e
+        if not weights:
+            raise ConfigError("fusion weights are empty")
+        for name, w in weights.items():
+            if not name:
+                raise ConfigError("fusion weights: empty module name")
+            if not math.isfinite(w) or w < 0:
+                raise ConfigError(f"fusion weight of {name!r} must be finite and ≥ 0, got {w}")
+        if sum(weights.values()) <= 0:
+            raise ConfigError("fusion weights sum to 0")
+        object.__setattr__(self, "weights", MappingProxyType(weights))
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    """The fused trust score and how it was made."""
+
+    trust: float | None  # None when no weighted module could run
+    used: dict[str, float]  # module → weight after renormalisation (sums to 1)
+    missing: dict[str, str]  # module → why it could not be used
+    penalties: list[str] = field(default_factory=list)  # reference penalties that applied
+    reason: str | None = None  # why trust is None
+
+
+def _missing_reason(score: ModuleScore | None) -> str | None:
+    if score is None:
+        return "not in the scorecard"
+    if score.value is None:
+        return score.missing_reason or "no value"
+    if _finite(score.value) is None:
+        return f"non-finite value {score.value!r}"
+    return None
+
+
+def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionResult:
+    """Fuse module scores into the trust score, renormalising over the modules that ran.
+
+    Args:
+        modules: Module scores by name (a ScoreCard's ``modules``).
+        config: Weights and whether the reference penalties apply.
+
+    Returns:
+        The trust score (None when no weighted module is available, with ``reason``), the
+        renormalised weights of the modules used, the missing modules with their reasons and
+        the penalties applied.
+    """
+    available: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    for name, weight in config.weights.items():
+        why = _missing_reason(modules.get(name))
+        if why is not None:
+            missing[name] = why
+        elif weight > 0:
+            available[name] = weight
+    total = sum(available.values())
+    if total <= 0:
+        detail = "; ".join(f"{n}: {r}" for n, r in missing.items()) or "no weighted module"
+        return FusionResult(
+            trust=None, used={}, missing=missing, reason=f"no module could be fused ({detail})"
+        )
+    used = {name: w / total for name, w in available.items()}
+    values = {name: float(modules[name].value) for name in used}  # type: ignore[arg-type]
+    trust = sum(used[n] * values[n] for n in used)
+    penalties: list[str] = []
+    if config.reference_penalties:
+        for name, below, factor in REFERENCE_PENALTIES:
+            if name in values and values[name] < below:
+                trust *= factor
+                penalties.append(f"{name} {values[name]:.3f} < {below}: trust ×{factor}")
+    return FusionResult(
+        trust=float(min(max(trust, 0.0), 1.0)), used=used, missing=missing, penalties=penalties
+    )
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Thresholds of the gate."""
+
+    # Trust at or above which a report is deployed (when every floor holds).
+    deploy: float = 0.75
+    # Trust at or above which a report goes to human review; below it, rejected.
+    review: float = 0.5
+    # Per-module minimum: a module below its floor (or missing) blocks deployment.
+    floors: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("deploy", "review"):
+            v = _finite(getattr(self, name))
+            if v is None or not 0.0 <= v <= 1.0:
+                raise ConfigError(f"gate {name} threshold must be in [0, 1], got {v!r}")
+        if self.deploy < self.review:
+            raise ConfigError(
+                f"gate deploy threshold {self.deploy} is below the review threshold {self.review}"
+            )
+        floors: dict[str, float] = {}
+        for name, value in dict(self.floors).items():
+            v = _finite(value)
+            if not name or v is None or not 0.0 <= v <= 1.0:
+                raise ConfigError(
+                    f"gate floor {name!r}={value!r}: need a name and a value in [0, 1]"
+                )
+            floors[str(name)] = v
+        object.__setattr__(self, "floors", MappingProxyType(floors))
+
+
+def _grounding_note(ev: Mapping[str, Any]) -> str | None:
+    entities = [
+        e
+        for e in ev.get("entities") or []
+        if isinstance(e, Mapping) and _finite(e.get("calibrated")) is not None
+    ]
+    if not entities:
+        return None
+    low = min(entities, key=lambda e: e["calibrated"])
+    return f"least grounded {str(low.get('phrase', '?'))!r} (calibrated {low['calibrated']:.3f})"
+
+
+def _logic_note(ev: Mapping[str, Any]) -> str | None:
+    pairs = ev.get("top_pairs") or []
+    top = pairs[0] if pairs and isinstance(pairs[0], Mapping) else None
+    if top is None:
+        return None
+    p = _finite(top.get("probability"))
+    prob = f" (p={p:.3f})" if p is not None else ""
+    return (
+        f"top contradiction {str(top.get('premise', '?'))!r} vs "
+        f"{str(top.get('hypothesis', '?'))!r}{prob}"
+    )
+
+
+def _stability_note(ev: Mapping[str, Any]) -> str | None:
+    d_aug, d_att = _finite(ev.get("delta_aug")), _finite(ev.get("delta_attack"))
+    parts = []
+    if d_aug is not None or d_att is not None:
+        if d_att is None or (d_aug is not None and abs(d_aug) > abs(d_att)):
+            parts.append(f"larger Δ under stain augmentation ({d_aug:.3f})")
+        else:
+            parts.append(f"larger Δ under the prompt attack ({d_att:.3f})")
+    changes = ev.get("changes_attack")
+    if isinstance(changes, Mapping) and "diagnosis_changed" in changes:
+        changed = bool(changes.get("diagnosis_changed"))
+        parts.append(f"diagnosis {'changed' if changed else 'unchanged'} under attack")
+    return "; ".join(parts) or None
+
+
+_NOTES = {"grounding": _grounding_note, "logic": _logic_note, "stability": _stability_note}
+
+
+def evidence_note(score: ModuleScore) -> str:
+    """One line on a module score and the evidence behind it (robust to missing keys).
+
+    Args:
+        score: A module's score.
+
+    Returns:
+        e.g. ``"grounding 0.410: least grounded 'mitoses' (calibrated 0.120)"``.
+    """
+    if score.value is None:
+        return f"{score.name} missing: {score.missing_reason}"
+    value = _finite(score.value)
+    head = f"{score.name} {value:.3f}" if value is not None else f"{score.name} {score.value!r}"
+    note_fn = _NOTES.get(score.name)
+    ev = score.evidence if isinstance(score.evidence, Mapping) else {}
+    note = note_fn(ev) if note_fn is not None else None
+    return f"{head}: {note}" if note else head
+
+
+def _value_of(score: ModuleScore | None) -> float | None:
+    return None if score is None else _finite(score.value)
+
+
+def route(
+    *, trust: float | None, modules: Mapping[str, ModuleScore], config: GateConfig
+) -> GateDecision:
+    """Route a report to deploy, review or reject, with reasons that point to the evidence.
+
+    Deploy needs ``trust ≥ deploy`` and every floor to hold (a missing floored module does
+    not hold); deploy-level trust with a broken floor goes to review. ``trust ≥ review`` is
+    review, below is reject. No trust score is review: it is never deployed.
+
+    Args:
+        trust: The fused trust score, or None.
+        modules: The module scores (for floors and evidence).
+        config: Thresholds and floors.
+
+    Returns:
+        The decision; its first reason is the one that decided the route.
+    """
+    thresholds = {"deploy": config.deploy, "review": config.review}
+    thresholds.update({f"floor:{n}": v for n, v in config.floors.items()})
+    present = [s for s in modules.values() if _value_of(s) is not None]
+    evidence = [evidence_note(s) for s in sorted(present, key=lambda s: _value_of(s) or 0.0)]
+    gone = [evidence_note(s) for s in modules.values() if _value_of(s) is None]
+    if trust is None or _finite(trust) is None:
+        why = "; ".join(gone) or "no module scores"
+        reasons = [f"no trust score: {why}", *evidence]
+        return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
+    broken: list[str] = []
+    for name, floor in config.floors.items():
+        score = modules.get(name)
+        value = _value_of(score)
+        if value is None:
+            why = score.missing_reason if score is not None else "not in the scorecard"
+            broken.append(f"floor {name} ≥ {floor:.3f} cannot be checked: {name} missing ({why})")
+        elif value < floor:
+            note = evidence_note(score)  # type: ignore[arg-type]
+            broken.append(f"floor broken: {name} {value:.3f} < {floor:.3f} ({note})")
+    if trust >= config.deploy:
+        if not broken:
+            return GateDecision(
+                route="deploy",
+                reasons=[f"trust {trust:.3f} ≥ deploy {config.deploy:.3f}", *gone],
+                thresholds=thresholds,
+            )
+        head = f"trust {trust:.3f} ≥ deploy {config.deploy:.3f} but a floor is broken"
+        reasons = [*broken, head, *evidence, *gone]
+        return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
+    if trust >= config.review:
+        head = f"trust {trust:.3f} in review band [{config.review:.3f}, {config.deploy:.3f})"
+        return GateDecision(
+            route="review", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
+        )
+    head = f"trust {trust:.3f} < review {config.review:.3f}"
+    return GateDecision(
+        route="reject", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
+    )
+
+
+def gate_scorecard(card: ScoreCard, *, fusion: FusionConfig, gate: GateConfig) -> ScoreCard:
+    """A copy of ``card`` with its trust score and gate decision filled in.
+
+    Args:
+        card: The scorecard (not modified).
+        fusion: Fusion weights and penalties.
+        gate: Gate thresholds and floors.
+
+    Returns:
+        The scorecard with ``trust`` and ``decision`` set; applied reference penalties are
+        listed among the decision's reasons.
+    """
+    fused = fuse(modules=card.modules, config=fusion)
+    decision = route(trust=fused.trust, modules=card.modules, config=gate)
+    if fused.trust is None and fused.reason:
+        decision.reasons[0] = f"no trust score: {fused.reason}"
+    decision.reasons.extend(f"reference penalty: {p}" for p in fused.penalties)
+    return dataclasses.replace(card, trust=fused.trust, decision=decision)

@@ -1,0 +1,257 @@
+"""Fusion (trust score with renormalised weights), gate routing and ``pathgls gate``."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pathgls.cli import gate as gate_cli
+from pathgls.errors import ConfigError
+from pathgls.fusion import FusionConfig, GateConfig, fuse, gate_scorecard, route
+from pathgls.types import ModuleScore, ScoreCard
+
+G_EV = {
+    "entities": [
+        {"phrase": "invasive ductal carcinoma", "calibrated": 0.8},
+        {"phrase": "mitotic figures", "calibrated": 0.12},
+    ]
+}
+L_EV = {
+    "top_pairs": [
+        {"premise": "tumour is benign", "hypothesis": "invasive carcinoma", "probability": 0.93}
+    ]
+}
+S_EV = {"delta_aug": 0.1, "delta_attack": 0.6, "changes_attack": {"diagnosis_changed": True}}
+
+
+def mods(g: float | None = 0.8, lo: float | None = 0.6, s: float | None = 0.5, **kw):
+    out = {}
+    for name, v, ev in (("grounding", g, G_EV), ("logic", lo, L_EV), ("stability", s, S_EV)):
+        if v is None:
+            out[name] = ModuleScore(name=name, value=None, missing_reason=f"no {name} input")
+        else:
+            out[name] = ModuleScore(name=name, value=v, evidence=kw.get(name, ev))
+    return out
+
+
+def test_all_present_weighted_sum() -> None:
+    res = fuse(modules=mods(0.8, 0.6, 0.5), config=FusionConfig())
+    assert res.trust == pytest.approx(0.4 * 0.8 + 0.3 * 0.6 + 0.3 * 0.5)
+    assert res.used == pytest.approx({"grounding": 0.4, "logic": 0.3, "stability": 0.3})
+    assert res.missing == {} and res.penalties == [] and res.reason is None
+
+
+def test_one_missing_renormalises() -> None:
+    res = fuse(modules=mods(None, 0.6, 0.4), config=FusionConfig())
+    assert res.used == pytest.approx({"logic": 0.5, "stability": 0.5})
+    assert res.trust == pytest.approx(0.5)
+    assert res.missing == {"grounding": "no grounding input"}
+    res = fuse(modules=mods(0.8, 0.6, None), config=FusionConfig())
+    assert res.used == pytest.approx({"grounding": 4 / 7, "logic": 3 / 7})
+    assert res.trust == pytest.approx((0.4 * 0.8 + 0.3 * 0.6) / 0.7)
+
+
+def test_absent_module_is_missing_too() -> None:
+    m = mods()
+    del m["stability"]
+    res = fuse(modules=m, config=FusionConfig())
+    assert res.missing == {"stability": "not in the scorecard"}
+    assert sum(res.used.values()) == pytest.approx(1.0)
+
+
+def test_all_missing_gives_none_with_reason() -> None:
+    res = fuse(modules=mods(None, None, None), config=FusionConfig())
+    assert res.trust is None and res.used == {}
+    assert set(res.missing) == {"grounding", "logic", "stability"}
+    assert res.reason and "no logic input" in res.reason
+    assert fuse(modules={}, config=FusionConfig()).trust is None
+
+
+def test_reference_penalties_off_and_on() -> None:
+    m = mods(0.2, 0.4, 0.9)
+    base = 0.4 * 0.2 + 0.3 * 0.4 + 0.3 * 0.9
+    off = fuse(modules=m, config=FusionConfig())
+    assert off.trust == pytest.approx(base) and off.penalties == []
+    on = fuse(modules=m, config=FusionConfig(reference_penalties=True))
+    assert on.trust == pytest.approx(base * 0.6 * 0.8)
+    assert len(on.penalties) == 2
+    # At the boundaries no penalty applies (strictly below).
+    at = fuse(modules=mods(0.25, 0.5, 0.9), config=FusionConfig(reference_penalties=True))
+    assert at.penalties == []
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"weights": {"grounding": -0.1}},
+        {"weights": {}},
+        {"weights": {"grounding": 0.0}},
+        {"weights": {"grounding": float("nan")}},
+    ],
+)
+def test_fusion_config_validation(kw) -> None:
+    with pytest.raises(ConfigError):
+        FusionConfig(**kw)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"deploy": 0.4, "review": 0.5}, {"deploy": 1.2}, {"floors": {"grounding": 2.0}}],
+)
+def test_gate_config_validation(kw) -> None:
+    with pytest.raises(ConfigError):
+        GateConfig(**kw)
+
+
+@pytest.mark.parametrize(
+    ("trust", "expected"),
+    [
+        (0.75, "deploy"),
+        (0.7499999, "review"),
+        (0.5, "review"),
+        (0.4999999, "reject"),
+        (1.0, "deploy"),
+        (0.0, "reject"),
+    ],
+)
+def test_route_at_thresholds(trust: float, expected: str) -> None:
+    d = route(trust=trust, modules=mods(), config=GateConfig())
+    assert d.route == expected
+    assert d.thresholds == {"deploy": 0.75, "review": 0.5}
+
+
+def test_floor_blocks_deploy_and_names_module() -> None:
+    cfg = GateConfig(floors={"grounding": 0.9})
+    d = route(trust=0.95, modules=mods(0.85), config=cfg)
+    assert d.route == "review"
+    assert "grounding" in d.reasons[0] and "0.850" in d.reasons[0] and "0.900" in d.reasons[0]
+    assert d.thresholds["floor:grounding"] == 0.9
+    # Floor exactly met holds.
+    assert route(trust=0.95, modules=mods(0.9), config=cfg).route == "deploy"
+    # A floored module that is missing does not hold.
+    d = route(trust=0.95, modules=mods(None), config=cfg)
+    assert d.route == "review" and "missing" in d.reasons[0]
+    # Floors never lift a reject.
+    assert route(trust=0.1, modules=mods(0.1), config=cfg).route == "reject"
+
+
+def test_missing_trust_is_reviewed_never_deployed() -> None:
+    m = mods(None, None, None)
+    d = route(trust=None, modules=m, config=GateConfig(deploy=0.0, review=0.0))
+    assert d.route == "review"
+    assert d.reasons[0].startswith("no trust score: ")
+    card = gate_scorecard(
+        ScoreCard(item_id="x", modules=m), fusion=FusionConfig(), gate=GateConfig()
+    )
+    assert card.trust is None and card.decision is not None
+    assert card.decision.route == "review"
+    assert card.decision.reasons[0].startswith("no trust score: ")
+
+
+def test_reasons_point_to_evidence() -> None:
+    d = route(trust=0.3, modules=mods(0.2, 0.3, 0.4), config=GateConfig())
+    text = "\n".join(d.reasons)
+    assert "'mitotic figures'" in text and "0.120" in text
+    assert "'tumour is benign'" in text and "'invasive carcinoma'" in text and "0.930" in text
+    assert "prompt attack (0.600)" in text and "diagnosis changed" in text
+    # Weakest module first after the decisive reason.
+    assert d.reasons[1].startswith("grounding 0.200")
+
+
+def test_evidence_with_missing_keys_does_not_crash() -> None:
+    m = mods(0.2, 0.3, 0.4, grounding={}, logic={"top_pairs": []}, stability={"delta_aug": 0.2})
+    m["grounding"].evidence = {"entities": [{"phrase": "x"}, "junk"]}
+    d = route(trust=0.3, modules=m, config=GateConfig())
+    assert d.route == "reject"
+    assert any("stain augmentation (0.200)" in r for r in d.reasons)
+
+
+def test_gate_scorecard_fills_and_keeps_original() -> None:
+    card = ScoreCard(item_id="a", modules=mods(0.9, 0.9, 0.9))
+    out = gate_scorecard(card, fusion=FusionConfig(), gate=GateConfig())
+    assert out.trust == pytest.approx(0.9) and out.decision.route == "deploy"
+    assert card.trust is None and card.decision is None
+    pen = gate_scorecard(
+        ScoreCard(item_id="b", modules=mods(0.9, 0.4, 0.9)),
+        fusion=FusionConfig(reference_penalties=True),
+        gate=GateConfig(),
+    )
+    assert any(r.startswith("reference penalty: logic") for r in pen.decision.reasons)
+
+
+# --- CLI -------------------------------------------------------------------------------
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def _main() -> None:
+        """Test app."""
+
+    gate_cli.register(app)
+    return app
+
+
+def _write(path: Path, item: str, values: tuple[float | None, float | None, float | None]) -> None:
+    card = ScoreCard(item_id=item, inputs={"subject": "replay:demo"}, modules=mods(*values))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(card.to_json(), encoding="utf-8")
+
+
+def test_cli_routes_run_dir(tmp_path: Path) -> None:
+    _write(tmp_path / "a" / "deploy.json", "slide-ok", (0.9, 0.9, 0.9))
+    _write(tmp_path / "b" / "review.json", "slide-meh", (0.6, 0.6, 0.6))
+    _write(tmp_path / "reject.json", "slide-bad", (0.1, 0.2, 0.3))
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "manifest.json").write_text('{"slides": []}', encoding="utf-8")
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path)])
+    assert res.exit_code == 1, res.output
+    assert "broken.json" in res.output and "manifest.json" in res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    routes = {r["item_id"]: r["route"] for r in rows}
+    assert routes == {"slide-ok": "deploy", "slide-meh": "review", "slide-bad": "reject"}
+    bad = next(r for r in rows if r["item_id"] == "slide-bad")
+    assert bad["subject"] == "replay:demo" and bad["grounding"] == "0.100"
+    assert bad["trust"] == f"{0.4 * 0.1 + 0.3 * 0.2 + 0.3 * 0.3:.3f}"
+    assert "mitotic figures" in bad["reasons"] and " | " in bad["reasons"]
+
+
+def test_cli_all_deploy_exits_zero_and_custom_csv(tmp_path: Path) -> None:
+    _write(tmp_path / "one.json", "s1", (0.9, 0.9, 0.9))
+    _write(tmp_path / "two.json", "s2", (0.8, None, 0.8))
+    out = tmp_path / "out" / "g.csv"
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.is_file() and not (tmp_path / "gate.csv").exists()
+    # A floor on a missing module sends it to review, still exit 0.
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), "--floor", "logic=0.5"])
+    assert res.exit_code == 0, res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        routes = {r["item_id"]: r["route"] for r in csv.DictReader(f)}
+    assert routes == {"s1": "deploy", "s2": "review"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--floor", "grounding"],
+        ["--floor", "grounding=high"],
+        ["--floor", "=0.3"],
+        ["--deploy", "0.4", "--review", "0.5"],
+    ],
+)
+def test_cli_usage_errors_exit_two(tmp_path: Path, args: list[str]) -> None:
+    _write(tmp_path / "one.json", "s1", (0.9, 0.9, 0.9))
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), *args])
+    assert res.exit_code == 2, res.output
+
+
+def test_cli_no_scorecards_exit_two(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("[]", encoding="utf-8")
+    assert CliRunner().invoke(_app(), ["gate", str(tmp_path)]).exit_code == 2
