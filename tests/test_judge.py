@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
+from chatserver import ChatServer, chat_server
 
 from pathgls.baselines.judge import (
     CRITERIA,
@@ -46,60 +43,10 @@ def verdict(scores: tuple[Any, Any, Any, Any], reasoning: Any = "ok", **extra: A
 GOOD = verdict((2, 1, 3, 2), "Lobular instead of ductal; grade and LVI differ.")
 
 
-@dataclass
-class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 that answers from a script of contents."""
-
-    url: str = ""
-    script: deque[tuple[int, Any]] = field(default_factory=deque)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def play(self, *contents: str) -> None:
-        for content in contents:
-            message = {"role": "assistant", "content": content}
-            self.script.append((200, {"choices": [{"index": 0, "message": message}]}))
-
-    def fail(self, status: int, message: str) -> None:
-        self.script.append((status, {"error": {"message": message}}))
-
-    @property
-    def payloads(self) -> list[dict[str, Any]]:
-        return [r["json"] for r in self.requests]
-
-
-def _handler(state: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            state.requests.append({"path": self.path, "json": json.loads(body)})
-            status, reply = state.script.popleft() if state.script else (500, "script exhausted")
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            pass
-
-    return Handler
-
-
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    state = ChatServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with chat_server() as state:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def config(server: ChatServer, **kwargs: Any) -> JudgeConfig:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from chatserver import ChatServer, Reply, chat, chat_server
 
 from pathgls.errors import ConfigError
 from pathgls.llm_client import ChatClient, LLMError, chat_completions_url
@@ -35,85 +32,10 @@ REPORT = parse_report(
 ).text
 
 
-@dataclass
-class Reply:
-    """One scripted answer: HTTP status, body (a dict is sent as JSON) and a delay before it."""
-
-    status: int = 200
-    body: Any = None
-    delay_s: float = 0.0
-
-
-def chat(content: str) -> Reply:
-    """A 200 chat-completion answer with ``content``."""
-    return Reply(
-        body={
-            "id": "cmpl-1",
-            "object": "chat.completion",
-            "model": MODEL,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-        }
-    )
-
-
-@dataclass
-class ChatServer:
-    """A chat-completions endpoint on 127.0.0.1 that plays a script of replies."""
-
-    url: str = ""
-    script: deque[Reply] = field(default_factory=deque)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def play(self, *replies: Reply) -> None:
-        self.script.extend(replies)
-
-
-def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            server.requests.append(
-                {"path": self.path, "headers": dict(self.headers), "json": json.loads(body)}
-            )
-            reply = server.script.popleft() if server.script else Reply(500, "script exhausted")
-            time.sleep(reply.delay_s)
-            data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data.encode())))
-                self.end_headers()
-                self.wfile.write(data.encode())
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                pass
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            pass
-
-    return Handler
-
-
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    state = ChatServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with chat_server() as state:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def client(server: ChatServer, **kwargs: Any) -> ChatClient:
