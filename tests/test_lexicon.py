@@ -504,3 +504,19 @@ def test_speed(extractor: LexiconExtractor, references: dict[str, str]) -> None:
         extractor.extract(text)
     per_call = (time.perf_counter() - start) / 20
     assert build < 10 and per_call < 0.1, (build, per_call)
+
+
+def test_no_invasive_negates_the_whole_diagnosis() -> None:
+    # "no invasive" used to be one negation trigger overlapping the diagnosis it negates,
+    # so ConText never applied it and the carcinoma stayed affirmed.
+    from pathgls.text import analyze_report, build_extractor
+
+    ex = build_extractor("lexicon")
+    for text in (
+        "No invasive ductal carcinoma is identified in the breast.",
+        "There is no invasive ductal carcinoma.",
+    ):
+        diag = [
+            e for e in analyze_report(text, extractor=ex).entities if e.type.endswith("diagnosis")
+        ]
+        assert [(e.text, e.negated) for e in diag] == [("invasive ductal carcinoma", True)]
