@@ -230,8 +230,7 @@ def _load(model_class: Any, argument: str, scheme: str, what: str, device: str) 
             f"{label}: weights in {location} do not cover {what} ({len(missing)} missing, "
             f"e.g. {sorted(missing)[:3]})"
         )
-    if hub.is_random_weights(location):
-        logger.warning("%s: randomly initialised test model; its output means nothing", label)
+    hub.weights_provenance(location, label=label)  # warns about random test weights
     return model.to(resolve_device(device)).eval(), tokenizer, label
 
 

@@ -489,8 +489,6 @@ def save_random_token_classifier(
     """
     from transformers import BertConfig, BertForTokenClassification
 
-    from pathgls.hf_loading import quiet_loading
-
     if labels is None:
         from pathgls.text.hf_ner import HARE_NER_LABELS
 
@@ -510,12 +508,7 @@ def save_random_token_classifier(
         label2id={label: i for i, label in enumerate(labels)},
     )
     torch.manual_seed(seed)
-    model = BertForTokenClassification(config).eval()
-    with quiet_loading():
-        model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    mark_random(out)
-    return out
+    return _save_tiny(BertForTokenClassification(config).eval(), tokenizer, out)
 
 
 # Tiny LLaVA: a CLIP vision tower (32 px, 8 px patches: 16 image tokens) and a Llama decoder.
@@ -717,8 +710,6 @@ def save_random_re_classifier(
     """
     from transformers import BertForSequenceClassification
 
-    from pathgls.hf_loading import quiet_loading
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _wordpiece_tokenizer(512)
@@ -729,12 +720,7 @@ def save_random_re_classifier(
         label2id={label: i for i, label in enumerate(labels)},
     )
     torch.manual_seed(seed)
-    model = BertForSequenceClassification(config).eval()
-    with quiet_loading():
-        model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    mark_random(out)
-    return out
+    return _save_tiny(BertForSequenceClassification(config).eval(), tokenizer, out)
 
 
 def save_random_text_encoder(directory: str | os.PathLike[str], *, seed: int = 0) -> Path:
@@ -750,13 +736,17 @@ def save_random_text_encoder(directory: str | os.PathLike[str], *, seed: int = 0
     """
     from transformers import BertModel
 
-    from pathgls.hf_loading import quiet_loading
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _wordpiece_tokenizer(512)
     torch.manual_seed(seed)
-    model = BertModel(_tiny_bert_config(tokenizer)).eval()
+    return _save_tiny(BertModel(_tiny_bert_config(tokenizer)).eval(), tokenizer, out)
+
+
+def _save_tiny(model: Any, tokenizer: Any, out: Path) -> Path:
+    """Save a tiny random model with its tokenizer and mark the directory as random weights."""
+    from pathgls.hf_loading import quiet_loading
+
     with quiet_loading():
         model.save_pretrained(out)
     tokenizer.save_pretrained(out)

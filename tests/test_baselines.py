@@ -143,29 +143,9 @@ def test_lexical_bad_input() -> None:
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random BertModel (2 layers, hidden 32) with an offline WordPiece tokenizer."""
-    import torch
-    from transformers import BertConfig, BertModel
+    from pathgls.testing import save_random_text_encoder
 
-    from pathgls.hf_loading import quiet_loading
-    from pathgls.testing import _wordpiece_tokenizer, mark_random
-
-    out = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = _wordpiece_tokenizer(512)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    with quiet_loading():
-        BertModel(config).eval().save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    mark_random(out)
-    return out
+    return save_random_text_encoder(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.mark.parametrize("idf", [False, True], ids=["no-idf", "idf"])

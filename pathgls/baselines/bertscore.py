@@ -439,9 +439,7 @@ def load_bertscorer(*, config: BERTScoreConfig | None = None) -> BERTScorer:
         raise EncoderError(
             f"BERTScore model {cfg.model!r}: cannot load the tokenizer in {location}: {e}"
         ) from e
-    random_weights = hub.is_random_weights(location)
-    if random_weights:
-        logger.warning("BERTScore model %s has random weights: its scores mean nothing", cfg.model)
+    _, _, random_weights = hub.weights_provenance(location, label=f"BERTScore model {cfg.model}")
     return BERTScorer(model, tokenizer, config=cfg, random_weights=random_weights)
 
 

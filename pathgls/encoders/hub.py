@@ -212,3 +212,17 @@ def pull(
         shutil.rmtree(target)
     os.replace(staging, target)
     return target
+
+
+def weights_provenance(
+    location: str | os.PathLike[str], *, label: str
+) -> tuple[str | None, str | None, bool]:
+    """``(source repo, revision, random_weights)`` of a model directory.
+
+    Random test weights are logged as a warning naming ``label`` (their outputs mean nothing).
+    """
+    source_repo, revision = location_source(location)
+    random_weights = is_random_weights(location)
+    if random_weights:
+        logger.warning("%s has random weights: its outputs mean nothing", label)
+    return source_repo, revision, random_weights

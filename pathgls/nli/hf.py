@@ -363,10 +363,9 @@ def load_hf_nli(
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise EncoderError(f"{name!r}: cannot load the tokenizer in {location}: {e}") from e
-    source_repo, revision = hub.location_source(location)
-    random_weights = hub.is_random_weights(location)
-    if random_weights:
-        logger.warning("NLI model %s has random weights: its probabilities mean nothing", name)
+    source_repo, revision, random_weights = hub.weights_provenance(
+        location, label=f"NLI model {name}"
+    )
     return HFNLIScorer(
         model.to(torch_device).eval(),
         tokenizer,

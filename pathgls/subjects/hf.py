@@ -280,10 +280,9 @@ def load_hf_subject(
         dtype=torch_dtype(precision),
         error=SubjectError,
     )
-    source_repo, revision = hub.location_source(location)
-    random_weights = hub.is_random_weights(location)
-    if random_weights:
-        logger.warning("subject %s has random weights: its reports mean nothing", name)
+    source_repo, revision, random_weights = hub.weights_provenance(
+        location, label=f"subject {name}"
+    )
     return HFSubject(
         model.to(device).eval(),
         processor,

@@ -491,10 +491,7 @@ def load_hf_ner(
     limit = model_max_length(config, tokenizer)
     if max_length is not None and not 2 < max_length <= limit:
         raise ConfigError(f"{label}: max_length must be in 3..{limit}, got {max_length}")
-    random_weights = hub.is_random_weights(location)
-    if random_weights:
-        logger.warning("%s: randomly initialised test model; its entities mean nothing", label)
-    repo, _ = hub.location_source(location)
+    repo, _, random_weights = hub.weights_provenance(location, label=label)
     options.setdefault("model_id", repo or str(location))
     return HFNERExtractor(
         model=model.to(torch_device).eval(),
