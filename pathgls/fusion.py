@@ -66,6 +66,10 @@ class FusionConfig:
             raise ConfigError("fusion weights sum to 0")
         object.__setattr__(self, "weights", MappingProxyType(weights))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # mappingproxy does not pickle; executors (Ray, processes) ship configs by pickle.
+        return (type(self), (dict(self.weights), self.reference_penalties))
+
 
 @dataclass(frozen=True)
 class FusionResult:
@@ -138,6 +142,9 @@ class GateConfig:
     review: float = 0.5
     # Per-module minimum: a module below its floor (or missing) blocks deployment.
     floors: Mapping[str, float] = field(default_factory=dict)
+    # Deploy only when the modules that ran carry at least this share of the fusion weight
+    # (0.6: grounding alone, or logic and stability, are enough; stability alone is not).
+    min_coverage: float = 0.6
 
     def __post_init__(self) -> None:
         for name in ("deploy", "review"):
@@ -157,6 +164,12 @@ class GateConfig:
                 )
             floors[str(name)] = v
         object.__setattr__(self, "floors", MappingProxyType(floors))
+        cov = _finite(self.min_coverage)
+        if cov is None or not 0.0 <= cov <= 1.0:
+            raise ConfigError(f"gate min_coverage must be in [0, 1], got {self.min_coverage!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.deploy, self.review, dict(self.floors), self.min_coverage))
 
 
 def _grounding_note(ev: Mapping[str, Any]) -> str | None:
@@ -226,18 +239,24 @@ def _value_of(score: ModuleScore | None) -> float | None:
 
 
 def route(
-    *, trust: float | None, modules: Mapping[str, ModuleScore], config: GateConfig
+    *,
+    trust: float | None,
+    modules: Mapping[str, ModuleScore],
+    config: GateConfig,
+    coverage: float | None = None,
 ) -> GateDecision:
     """Route a report to deploy, review or reject, with reasons that point to the evidence.
 
-    Deploy needs ``trust ≥ deploy`` and every floor to hold (a missing floored module does
-    not hold); deploy-level trust with a broken floor goes to review. ``trust ≥ review`` is
+    Deploy needs ``trust ≥ deploy``, every floor to hold (a missing floored module does
+    not hold) and, when ``coverage`` is given, at least ``min_coverage`` of the fusion weight
+    scored; deploy-level trust that fails one of these goes to review. ``trust ≥ review`` is
     review, below is reject. No trust score is review: it is never deployed.
 
     Args:
         trust: The fused trust score, or None.
         modules: The module scores (for floors and evidence).
         config: Thresholds and floors.
+        coverage: Share of the fusion weight carried by the modules that ran (None: unchecked).
 
     Returns:
         The decision; its first reason is the one that decided the route.
@@ -261,6 +280,11 @@ def route(
         elif value < floor:
             note = evidence_note(score)  # type: ignore[arg-type]
             broken.append(f"floor broken: {name} {value:.3f} < {floor:.3f} ({note})")
+    if coverage is not None and coverage < config.min_coverage:
+        broken.append(
+            f"only {coverage:.0%} of the fusion weight was scored; deploy needs "
+            f"≥ {config.min_coverage:.0%}"
+        )
     if trust >= config.deploy:
         if not broken:
             return GateDecision(
@@ -268,7 +292,7 @@ def route(
                 reasons=[f"trust {trust:.3f} ≥ deploy {config.deploy:.3f}", *gone],
                 thresholds=thresholds,
             )
-        head = f"trust {trust:.3f} ≥ deploy {config.deploy:.3f} but a floor is broken"
+        head = f"trust {trust:.3f} ≥ deploy {config.deploy:.3f} but the gate's conditions fail"
         reasons = [*broken, head, *evidence, *gone]
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
     if trust >= config.review:
@@ -295,7 +319,9 @@ def gate_scorecard(card: ScoreCard, *, fusion: FusionConfig, gate: GateConfig) -
         listed among the decision's reasons.
     """
     fused = fuse(modules=card.modules, config=fusion)
-    decision = route(trust=fused.trust, modules=card.modules, config=gate)
+    total = sum(fusion.weights.values())
+    coverage = sum(fusion.weights[n] for n in fused.used) / total
+    decision = route(trust=fused.trust, modules=card.modules, config=gate, coverage=coverage)
     if fused.trust is None and fused.reason:
         decision.reasons[0] = f"no trust score: {fused.reason}"
     decision.reasons.extend(f"reference penalty: {p}" for p in fused.penalties)

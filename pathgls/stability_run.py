@@ -41,6 +41,8 @@ class StabilityRun:
     score: ModuleScore | None = None
     stain: dict[str, Any] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
+    # Each condition's analysed report (None when its generation failed), for reuse by callers.
+    analyzed: dict[str, AnalyzedReport | None] = field(default_factory=dict)
 
 
 def _generate(
@@ -137,7 +139,7 @@ def run_stability(
         ("stain", aug_images, neutral),
         (adversarial.condition, view.images, adversarial),
     ]
-    analyzed: dict[str, AnalyzedReport | None] = {}
+    analyzed = run.analyzed
     for condition, images, prompt in conditions:
         try:
             text = _generate(

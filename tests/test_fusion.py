@@ -255,3 +255,48 @@ def test_cli_usage_errors_exit_two(tmp_path: Path, args: list[str]) -> None:
 def test_cli_no_scorecards_exit_two(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("[]", encoding="utf-8")
     assert CliRunner().invoke(_app(), ["gate", str(tmp_path)]).exit_code == 2
+
+
+def test_deploy_needs_enough_of_the_fusion_weight() -> None:
+    # Stability alone (0.3 of the weight) at 1.0 is not enough to deploy; logic + stability is.
+    alone = gate_scorecard(
+        ScoreCard(item_id="s", modules=mods(None, None, 1.0)),
+        fusion=FusionConfig(),
+        gate=GateConfig(),
+    )
+    assert alone.trust == pytest.approx(1.0) and alone.decision.route == "review"
+    assert any("only 30% of the fusion weight" in r for r in alone.decision.reasons)
+    pair = gate_scorecard(
+        ScoreCard(item_id="p", modules=mods(None, 0.9, 0.9)),
+        fusion=FusionConfig(),
+        gate=GateConfig(),
+    )
+    assert pair.decision.route == "deploy"
+    relaxed = gate_scorecard(
+        ScoreCard(item_id="s", modules=mods(None, None, 1.0)),
+        fusion=FusionConfig(),
+        gate=GateConfig(min_coverage=0.3),
+    )
+    assert relaxed.decision.route == "deploy"
+    with pytest.raises(ConfigError):
+        GateConfig(min_coverage=1.5)
+
+
+def test_cli_reads_run_scorecards_and_lists_failed_items(tmp_path: Path) -> None:
+    _write(tmp_path / "scorecards" / "replay-demo" / "ok.json", "s1", (0.9, 0.9, 0.9))
+    failed = ScoreCard(
+        item_id="broken",
+        inputs={"subject": "replay:demo", "status": "failed"},
+        errors=["SlideOpenError: broken.svs: not a slide\ntraceback"],
+    )
+    (tmp_path / "scorecards" / "replay-demo" / "broken.json").write_text(failed.to_json())
+    (tmp_path / "manifest.json").write_text('{"status": "finished"}', encoding="utf-8")
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path)])
+    # the manifest next to scorecards/ is not read as a card; the failed item makes exit 1
+    assert res.exit_code == 1, res.output
+    assert "manifest.json" not in res.output and "1 failed (no report)" in res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        rows = {r["item_id"]: r for r in csv.DictReader(f)}
+    assert rows["s1"]["route"] == "deploy"
+    assert rows["broken"]["route"] == "failed" and rows["broken"]["trust"] == ""
+    assert rows["broken"]["reasons"] == "SlideOpenError: broken.svs: not a slide"

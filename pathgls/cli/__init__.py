@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from pathgls.cli import attack as _attack
+from pathgls.cli import benchmark as _benchmark
 from pathgls.cli import data as _data
+from pathgls.cli import demo as _demo
 from pathgls.cli import extract as _extract
 from pathgls.cli import gate as _gate
 from pathgls.cli import ground as _ground
@@ -26,6 +28,8 @@ _ground.register(app)
 _attack.register(app)
 _meta.register(app)
 _gate.register(app)
+_benchmark.register(app)
+_demo.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

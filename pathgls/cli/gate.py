@@ -18,6 +18,7 @@ from pathgls.errors import ConfigError, PathGLSError
 Arg = typer.Argument
 Opt = typer.Option
 
+ROUTES = ("deploy", "review", "reject", "failed")
 CSV_COLUMNS = (
     "file",
     "item_id",
@@ -80,22 +81,36 @@ def _module_value(card: Any, name: str) -> float | None:
 
 
 def gate(
-    run_dir: Annotated[Path, Arg(help="Directory searched recursively for ScoreCard *.json.")],
+    run_dir: Annotated[
+        Path, Arg(help="Run directory (its scorecards/), or any folder of ScoreCard *.json.")
+    ],
     deploy: Annotated[float, Opt(help="Trust at or above which a report is deployed.")] = 0.75,
     review: Annotated[float, Opt(help="Trust at or above which a report is reviewed.")] = 0.5,
     floor: Annotated[
         list[str] | None, Opt(help="Per-module minimum, module=value (repeatable).")
     ] = None,
+    min_coverage: Annotated[
+        float, Opt(help="Deploy only when modules carrying this share of the weight ran.")
+    ] = 0.6,
     csv_path: Annotated[
         Path | None, Opt("--csv", help="CSV of the decisions (default RUN_DIR/gate.csv).")
     ] = None,
 ) -> None:
-    """Route each report to deploy / review / reject; exit 1 when any is rejected."""
+    """Route each report to deploy / review / reject; exit 1 when any is rejected or failed.
+
+    An item whose report could not be produced (status ``failed`` in a benchmark run) is not
+    gated: it is listed as ``failed`` with its error and also makes the exit code 1.
+    """
     from pathgls.fusion import FusionConfig, GateConfig, gate_scorecard
 
     console = Console(stderr=True)
     try:
-        gate_cfg = GateConfig(deploy=deploy, review=review, floors=parse_floors(floor or []))
+        gate_cfg = GateConfig(
+            deploy=deploy,
+            review=review,
+            floors=parse_floors(floor or []),
+            min_coverage=min_coverage,
+        )
     except ConfigError as e:
         fail(console, e)
     if not run_dir.is_dir():
@@ -104,29 +119,19 @@ def gate(
     out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
     rows: list[dict[str, str]] = []
     errors = 0
-    for path in sorted(run_dir.rglob("*.json")):
+    # a benchmark run keeps its cards in RUN_DIR/scorecards (next to manifest, summary, caches)
+    search = run_dir / "scorecards" if (run_dir / "scorecards").is_dir() else run_dir
+    for path in sorted(search.rglob("*.json")):
         rel = path.relative_to(run_dir).as_posix()
         try:
-            card = gate_scorecard(_load(path), fusion=fusion_cfg, gate=gate_cfg)
+            card = _load(path)
         except PathGLSError as e:
             errors += 1
             console.print(f"[red]error:[/] {escape(rel)}: {escape(str(e))}", soft_wrap=True)
             continue
-        subject = card.inputs.get("subject", "") if isinstance(card.inputs, dict) else ""
-        rows.append(
-            {
-                "file": rel,
-                "item_id": str(card.item_id),
-                "subject": "" if subject is None else str(subject),
-                "grounding": _fmt(_module_value(card, "grounding")),
-                "logic": _fmt(_module_value(card, "logic")),
-                "stability": _fmt(_module_value(card, "stability")),
-                "trust": _fmt(card.trust),
-                "route": card.decision.route,
-                "reasons": " | ".join(card.decision.reasons),
-                "first_reason": card.decision.reasons[0] if card.decision.reasons else "",
-            }
-        )
+        if not (isinstance(card.inputs, dict) and card.inputs.get("status") == "failed"):
+            card = gate_scorecard(card, fusion=fusion_cfg, gate=gate_cfg)
+        rows.append(card_row(card, file=rel))
     if not rows:
         fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
     try:
@@ -137,18 +142,41 @@ def gate(
             writer.writerows(rows)
     except OSError as e:
         fail(console, f"cannot write {out_csv}: {e}")
-    _print_table(rows)
-    counts = {r: sum(row["route"] == r for row in rows) for r in ("deploy", "review", "reject")}
+    print_gate_table(rows)
+    counts = {r: sum(row["route"] == r for row in rows) for r in ROUTES}
     console.print(
-        f"{counts['deploy']} deploy, {counts['review']} review, {counts['reject']} reject"
+        f"{counts['deploy']} deploy, {counts['review']} review, {counts['reject']} reject, "
+        f"{counts['failed']} failed (no report)"
         f"{f', {errors} error(s)' if errors else ''} → {escape(str(out_csv))}",
         soft_wrap=True,
     )
-    raise typer.Exit(1 if counts["reject"] else 0)
+    raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
-def _print_table(rows: list[dict[str, str]]) -> None:
-    colour = {"deploy": "green", "review": "yellow", "reject": "red"}
+def card_row(card: Any, *, file: str = "") -> dict[str, str]:
+    """A gated card as a table/CSV row; a card whose report could not be produced is ``failed``."""
+    inputs = card.inputs if isinstance(card.inputs, dict) else {}
+    subject = inputs.get("subject") or ""
+    if inputs.get("status") == "failed" or card.decision is None:
+        reasons = [e.splitlines()[0] for e in card.errors] or ["no report"]
+        route, values = "failed", {"grounding": "", "logic": "", "stability": "", "trust": ""}
+    else:
+        reasons, route = list(card.decision.reasons), card.decision.route
+        values = {m: _fmt(_module_value(card, m)) for m in ("grounding", "logic", "stability")}
+        values["trust"] = _fmt(card.trust)
+    return {
+        "file": file,
+        "item_id": str(card.item_id),
+        "subject": str(subject),
+        **values,
+        "route": route,
+        "reasons": " | ".join(reasons),
+        "first_reason": reasons[0] if reasons else "",
+    }
+
+
+def print_gate_table(rows: list[dict[str, str]]) -> None:
+    colour = {"deploy": "green", "review": "yellow", "reject": "red", "failed": "magenta"}
     table = Table()
     for col in ("item", "subject", "S_g", "S_l", "S_s", "trust", "route", "reason"):
         table.add_column(col)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pathgls.atomic import write_text_atomic
 from pathgls.subjects.base import Subject, check_images
 
 
@@ -86,17 +86,8 @@ class SubjectCache:
 
     def put(self, key: str, text: str, meta: dict[str, Any]) -> None:
         """Store a generation atomically."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"text": text, **meta}, ensure_ascii=False, indent=1)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text_atomic(self._path(key), payload, fsync=False)
 
 
 def cached_generate(

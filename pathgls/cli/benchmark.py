@@ -1,0 +1,275 @@
+"""``pathgls benchmark`` (slide folders × subjects, resumable) and ``pathgls evaluate``."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pathgls.cli.common import fail, run_logging
+from pathgls.errors import PathGLSError
+
+Arg = typer.Argument
+Opt = typer.Option
+
+SubjectOpt = Annotated[
+    list[str],
+    Opt(
+        "--subject",
+        help="Model under test (repeatable): captioner, captioner-obedient, "
+        "openai:<url>#<model>, hf:<repo-or-dir>, replay:<jsonl>.",
+    ),
+]
+EncoderOpt = Annotated[
+    str | None,
+    Opt(help="Image-text encoder for grounding (plip, quiltnet, conch, hf:<dir>); none: no S_g."),
+]
+ViewOpt = Annotated[str, Opt(help="What a subject sees of a slide: thumbnail, montage, patches.")]
+AttackOpt = Annotated[str, Opt(help="Adversarial prompt of the attack condition.")]
+SeedOpt = Annotated[int, Opt(help="Generation and stain seed.")]
+MppOpt = Annotated[float | None, Opt(help="Level-0 µm/px for slides without resolution metadata.")]
+NliOpt = Annotated[str, Opt(help="NLI for the Logic score: rules or hf:<dir>.")]
+ConfigOpt = Annotated[Path | None, Opt(help="TOML pipeline config (tiling, encoder, grounding).")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``benchmark`` and ``evaluate`` to ``app``."""
+    app.command("benchmark")(benchmark)
+    app.command("evaluate")(evaluate)
+
+
+def build_run_config(
+    *,
+    subjects: list[str],
+    encoder: str | None,
+    view: str,
+    attack: str,
+    seed: int,
+    mpp: float | None,
+    nli: str,
+    config: Path | None,
+) -> Any:
+    """The :class:`RunConfig` of the command-line options.
+
+    Raises:
+        ConfigError: an invalid option or config file.
+    """
+    from pathgls.config import load_config
+    from pathgls.runner.config import RunConfig
+    from pathgls.subjects.views import ViewConfig
+
+    return RunConfig(
+        subjects=tuple(subjects),
+        encoder=encoder,
+        pipeline=load_config(config),
+        view=ViewConfig(kind=view),
+        attack=attack,
+        seed=seed,
+        mpp=mpp,
+        nli=nli,
+    )
+
+
+def progress_bar(console: Console) -> Any:
+    """A rich progress bar for a run (item × subject pairs)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+def execute(
+    *,
+    source: Path,
+    run_config: Any,
+    out: Path,
+    console: Console,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    references: Path | None = None,
+) -> Any:
+    """Run with a progress bar and the run log; returns the :class:`RunResult`."""
+    from pathgls.runner.run import run_benchmark
+
+    with run_logging(out, "benchmark"), progress_bar(console) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(item: Any, cards: list[Any], done: int, todo: int) -> None:
+            bar.update(task, completed=done, total=todo, description=escape(item.item_id))
+
+        return run_benchmark(
+            source=source,
+            config=run_config,
+            out=out,
+            executor=executor,
+            address=address,
+            workers=workers,
+            references=references,
+            progress=progress,
+        )
+
+
+def report_run(result: Any, console: Console) -> None:
+    """The subject comparison, failures and where the files are."""
+    from pathgls.runner.summary import print_summary
+
+    print_summary(result.summary, console=Console())
+    c = result.counts
+    console.print(
+        f"{result.planned} item × subject pairs: {c.get('ok', 0)} ok, {c.get('partial', 0)} "
+        f"partial, {c.get('failed', 0)} failed ({result.skipped} already done, skipped)"
+    )
+    errors = result.run_dir / "errors.jsonl"
+    if c.get("failed") or c.get("partial"):
+        console.print(f"[yellow]failures and their reasons:[/] {escape(str(errors))}")
+    console.print(f"results: {escape(str(result.run_dir))} (scorecards/, summary.csv, plots/)")
+
+
+def benchmark(
+    slides: Annotated[Path, Arg(help="A slide/ROI file or a folder searched recursively.")],
+    subject: SubjectOpt,
+    out: Annotated[Path, Opt(help="Run directory (created; a rerun resumes it).")],
+    encoder: EncoderOpt = None,
+    executor: Annotated[str, Opt(help="local or ray.")] = "local",
+    address: Annotated[
+        str | None, Opt(help="Ray cluster address (default: start a local Ray).")
+    ] = None,
+    workers: Annotated[int | None, Opt(help="Ray workers (default: one per CPU/GPU).")] = None,
+    references: Annotated[
+        Path | None, Opt(help="TSV item_id<TAB>reference: HARE against these reports.")
+    ] = None,
+    view: ViewOpt = "thumbnail",
+    attack: AttackOpt = "false-malignant-history",
+    seed: SeedOpt = 0,
+    mpp: MppOpt = None,
+    nli: NliOpt = "rules",
+    config: ConfigOpt = None,
+) -> None:
+    """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
+
+    Each (slide, subject) gets a ScoreCard in OUT/scorecards/; a rerun skips finished ones.
+    Bad slides and failing subjects are recorded with their reasons; the others complete.
+    """
+    console = Console(stderr=True)
+    try:
+        run_config = build_run_config(
+            subjects=subject,
+            encoder=encoder,
+            view=view,
+            attack=attack,
+            seed=seed,
+            mpp=mpp,
+            nli=nli,
+            config=config,
+        )
+        result = execute(
+            source=slides,
+            run_config=run_config,
+            out=out,
+            console=console,
+            executor=executor,
+            address=address,
+            workers=workers,
+            references=references,
+        )
+    except PathGLSError as e:
+        fail(console, e)
+    report_run(result, console)
+
+
+def evaluate(
+    item: Annotated[Path, Arg(help="A slide or an ROI image.")],
+    subject: SubjectOpt,
+    encoder: EncoderOpt = None,
+    out: Annotated[
+        Path | None, Opt(help="Keep bag, caches and the card here (default: a temporary folder).")
+    ] = None,
+    reference: Annotated[
+        Path | None, Opt(help="A reference report (text file): adds HARE.")
+    ] = None,
+    view: ViewOpt = "thumbnail",
+    attack: AttackOpt = "false-malignant-history",
+    seed: SeedOpt = 0,
+    mpp: MppOpt = None,
+    nli: NliOpt = "rules",
+    config: ConfigOpt = None,
+) -> None:
+    """Evaluate one slide or ROI and print its ScoreCard(s) as JSON."""
+    import dataclasses
+
+    from pathgls.runner.items import discover
+    from pathgls.runner.local import run_local
+    from pathgls.runner.store import ResultsStore
+
+    console = Console(stderr=True)
+    if not item.is_file():
+        fail(console, f"{item}: no such file")
+    cards: list[Any] = []
+    try:
+        run_config = build_run_config(
+            subjects=subject,
+            encoder=encoder,
+            view=view,
+            attack=attack,
+            seed=seed,
+            mpp=mpp,
+            nli=nli,
+            config=config,
+        )
+        (work,) = discover(item)
+        if reference is not None:
+            from pathgls.text.clean import clean_report
+
+            try:
+                text, _ = clean_report(reference.read_bytes())
+            except OSError as e:
+                raise PathGLSError(f"cannot read reference {reference}: {e}") from e
+            work = dataclasses.replace(work, reference=text)
+        with tempfile.TemporaryDirectory(prefix="pathgls-evaluate-") as tmp:
+            store = ResultsStore(out or tmp)
+
+            def keep(_: Any, result: list[Any]) -> None:
+                for card in result:
+                    if out is not None:
+                        store.write_card(card)
+                    cards.append(card)
+
+            run_local(
+                tasks=[(work, list(run_config.subjects))],
+                config=run_config,
+                store=store,
+                on_result=keep,
+            )
+    except PathGLSError as e:
+        fail(console, e)
+    payload = [c.to_dict() for c in cards]
+    typer.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    for c in cards:
+        route = c.decision.route if c.decision else c.inputs.get("status")
+        trust = "missing" if c.trust is None else f"{c.trust:.3f}"
+        console.print(
+            f"{escape(c.item_id)} · {escape(c.inputs['subject'])}: trust {trust} → {route}"
+        )
+        for e in c.errors:
+            console.print(f"  [red]error:[/] {escape(e.splitlines()[0])}", soft_wrap=True)
+    if any(c.inputs.get("status") == "failed" for c in cards):
+        raise typer.Exit(1)

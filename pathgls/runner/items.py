@@ -1,0 +1,100 @@
+"""What a benchmark run does: slides (or ROIs) × subjects, with stable ids and file names."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathgls.errors import ConfigError
+from pathgls.tiling.readers import IMAGE_EXTENSIONS
+from pathgls.tiling.slides import find_slides
+
+#: Plain images are evaluated as ROIs (patch level); TIFFs and slide formats as whole slides.
+ROI_EXTENSIONS = frozenset(s for s in IMAGE_EXTENSIONS if s not in (".tif", ".tiff"))
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of ``text`` (subject specs, relative paths)."""
+    out = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return out or "item"
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One slide or ROI of the run, evaluated with every subject."""
+
+    item_id: str  # unique in the run: the file stem, or the relative path when stems collide
+    path: str  # the slide or image file
+    kind: str  # "slide" or "roi"
+    reference: str | None = None  # reference report (HARE), when one was given
+
+
+def plan_items(
+    slides: Sequence[Path], *, root: Path | None = None, references: dict[str, str] | None = None
+) -> list[WorkItem]:
+    """Work items for ``slides``; ids are stems, made unique with the path below ``root``."""
+    stems: dict[str, int] = {}
+    for p in slides:
+        stems[p.stem] = stems.get(p.stem, 0) + 1
+    items = []
+    for p in slides:
+        item_id = p.stem
+        if stems[p.stem] > 1:
+            rel = p.relative_to(root) if root is not None and p.is_relative_to(root) else p
+            item_id = slug(rel.with_suffix("").as_posix())
+        kind = "roi" if p.suffix.lower() in ROI_EXTENSIONS else "slide"
+        ref = (references or {}).get(item_id)
+        items.append(WorkItem(item_id=item_id, path=str(p), kind=kind, reference=ref))
+    return items
+
+
+def discover(
+    path: str | os.PathLike[str], *, references: dict[str, str] | None = None
+) -> list[WorkItem]:
+    """Work items for a slide/ROI file or every slide under a directory.
+
+    Raises:
+        NoSlidesFoundError: nothing to evaluate.
+    """
+    root = Path(path)
+    return plan_items(
+        find_slides(root), root=root if root.is_dir() else None, references=references
+    )
+
+
+def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Reference reports from a TSV with the columns ``item_id`` and ``reference``.
+
+    ``item_id`` is the slide's file stem (or ``slide``/``case_id`` as the column name).
+    Escaped ``\\n`` in a reference become line breaks.
+
+    Raises:
+        ConfigError: unreadable file, missing columns, duplicate or empty ids.
+    """
+    p = Path(path)
+    try:
+        with p.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ConfigError(f"cannot read references {p}: {e}") from e
+    if not rows:
+        raise ConfigError(f"{p}: no reference rows (need a header with item_id and reference)")
+    id_col = next((c for c in ("item_id", "slide", "case_id") if c in rows[0]), None)
+    if id_col is None or "reference" not in rows[0]:
+        raise ConfigError(
+            f"{p}: need the columns item_id (or slide, case_id) and reference; "
+            f"found {', '.join(k for k in rows[0] if k)}"
+        )
+    out: dict[str, str] = {}
+    for line, row in enumerate(rows, start=2):
+        key = (row.get(id_col) or "").strip()
+        if not key:
+            raise ConfigError(f"{p}:{line}: empty {id_col}")
+        if key in out:
+            raise ConfigError(f"{p}:{line}: {id_col} {key!r} appears twice")
+        out[key] = (row.get("reference") or "").replace("\\n", "\n")
+    return out

@@ -1,0 +1,34 @@
+"""The local executor: one process, models loaded once, items one after another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pathgls.runner.config import RunConfig
+from pathgls.runner.items import WorkItem
+from pathgls.runner.pipeline import evaluate_item, load_models
+from pathgls.runner.store import ResultsStore
+from pathgls.types import ScoreCard
+
+#: One unit of work: an item and the subjects still to do on it.
+Task = tuple[WorkItem, list[str]]
+#: Called in the driver with each finished item's ScoreCards (it writes them).
+ResultFn = Callable[[WorkItem, list[ScoreCard]], None]
+
+
+def run_local(
+    *, tasks: Sequence[Task], config: RunConfig, store: ResultsStore, on_result: ResultFn
+) -> dict[str, Any]:
+    """Evaluate ``tasks`` in this process; returns the models' description (for the manifest).
+
+    Raises:
+        ModelNotFoundError, ConfigError: a model of the run cannot be loaded (before any item).
+    """
+    models = load_models(config, hare=any(item.reference is not None for item, _ in tasks))
+    for item, subjects in tasks:
+        on_result(
+            item,
+            evaluate_item(item=item, models=models, config=config, store=store, subjects=subjects),
+        )
+    return models.describe()

@@ -1,0 +1,421 @@
+"""One item of a run: slide (or ROI) → view → three generations → module scores → ScoreCards.
+
+The models are loaded once per worker (:func:`load_models`) and injected; one call of
+:func:`evaluate_item` reads the slide once, builds (or reuses) its feature bag once and then
+scores every subject on it. Nothing in here raises for a bad item: an unreadable slide, a slide
+without resolution metadata or a subject that never answers becomes a ScoreCard with status
+``failed`` (or ``partial``) and its reasons, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pathgls.errors import PathGLSError
+from pathgls.fusion import gate_scorecard
+from pathgls.runner.config import RunConfig
+from pathgls.runner.items import WorkItem
+from pathgls.runner.store import ResultsStore
+from pathgls.subjects.base import Subject
+from pathgls.subjects.views import View
+from pathgls.types import ModuleScore, ScoreCard
+
+NO_ENCODER_REASON = (
+    "grounding not scored: no image-text encoder was given (--encoder plip, after "
+    "`pathgls models pull plip`)"
+)
+
+
+@dataclass
+class Models:
+    """Everything a worker loads once and every item reuses."""
+
+    extractor: Any
+    nli: Any
+    embedder: Any
+    encoder: Any | None
+    subjects: dict[str, Subject]
+    hare: Any | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """Model names, ids and revisions (for the manifest and the ScoreCards)."""
+        enc = self.encoder
+        return {
+            "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
+            "nli": getattr(self.nli, "name", type(self.nli).__name__),
+            "embedder": getattr(self.embedder, "name", type(self.embedder).__name__),
+            "encoder": None
+            if enc is None
+            else {
+                "name": enc.name,
+                "model_id": enc.model_id,
+                "revision": enc.revision,
+                "random_weights": bool(enc.random_weights),
+            },
+            "subjects": {
+                spec: {"model_id": s.model_id, "revision": s.revision, "learned": s.learned}
+                for spec, s in self.subjects.items()
+            },
+            "hare": None if self.hare is None else "offline (lexicon, minilm, graph relations)",
+        }
+
+
+def load_models(config: RunConfig, *, hare: bool = False) -> Models:
+    """Load the run's models (never downloads).
+
+    Raises:
+        ModelNotFoundError: the encoder, NLI or embedder weights are not available locally.
+        ConfigError / UnknownNameError: a bad spec.
+    """
+    from pathgls.embedders import build_embedder
+    from pathgls.nli import build_nli
+    from pathgls.subjects import build_subject
+    from pathgls.text import build_extractor
+
+    encoder = None
+    if config.encoder is not None:
+        from pathgls.encoders import build_encoder
+
+        encoder = build_encoder(config.pipeline.encoder)
+    hare_models = None
+    if hare:
+        from pathgls.hare import build_hare_models
+
+        hare_models = build_hare_models()
+    return Models(
+        extractor=build_extractor(config.extractor),
+        nli=build_nli(config.nli),
+        embedder=build_embedder(config.embedder),
+        encoder=encoder,
+        subjects={s: build_subject(s, config.subject) for s in config.subjects},
+        hare=hare_models,
+    )
+
+
+class _TimedSubject:
+    """Delegates to a subject and adds up the seconds spent in ``generate``."""
+
+    def __init__(self, subject: Subject) -> None:
+        self._subject = subject
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._subject, name)
+
+    def generate(self, images: Any, prompt: str, **kwargs: Any) -> str:
+        t0 = time.perf_counter()
+        try:
+            return self._subject.generate(images, prompt, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+@dataclass
+class _Prepared:
+    """What every subject of an item shares: the view, the bag or ROI windows, timings."""
+
+    view: View
+    inputs: dict[str, Any]
+    bag: Path | None = None
+    roi: Any = None  # WindowSource of an ROI
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
+
+
+def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsStore) -> _Prepared:
+    from pathgls.grounding_score import load_roi_image, roi_source
+
+    timings: dict[str, float] = {}
+    if item.kind == "roi":
+        with _timed(timings, "slide.view"):
+            image = load_roi_image(item.path)
+        prep = _Prepared(
+            view=View(
+                kind="roi", images=[image], description=f"ROI {image.shape[1]}×{image.shape[0]}"
+            ),
+            inputs={"roi_size": [int(image.shape[1]), int(image.shape[0])]},
+            timings=timings,
+        )
+        if models.encoder is not None:
+            ec = config.pipeline.encoder
+            with _timed(timings, "slide.tiling_encoding"):
+                prep.roi = roi_source(
+                    encoder=models.encoder,
+                    image=image,
+                    name=item.item_id,
+                    window_size=ec.window_size,
+                    window_stride=ec.window_stride,
+                )
+        return prep
+    return _prepare_slide(item, models, config, store, timings)
+
+
+def _prepare_slide(
+    item: WorkItem,
+    models: Models,
+    config: RunConfig,
+    store: ResultsStore,
+    timings: dict[str, float],
+) -> _Prepared:
+    from pathgls.extract import bag_path_for, extract_slide
+    from pathgls.subjects.views import slide_view
+    from pathgls.tiling.resolution import plan_read
+    from pathgls.tiling.slides import open_slide
+
+    with _timed(timings, "slide.open"):
+        reader = open_slide(Path(item.path), mpp=config.mpp)
+        try:
+            plan = plan_read(reader, config.pipeline.tiling)  # no mpp → MissingResolutionError
+            inputs = {
+                "slide_size": list(reader.dimensions),
+                "level0_mpp": float(reader.mpp),
+                "read_level": plan.level,
+            }
+        finally:
+            reader.close()
+    bag = None
+    prep_warnings: list[str] = []
+    if models.encoder is not None:
+        with _timed(timings, "slide.tiling_encoding"):
+            res = extract_slide(
+                slide=item.path,
+                out_dir=store.root,
+                encoder=models.encoder,
+                config=config.pipeline,
+                mpp=config.mpp,
+            )
+        if res.status == "failed":
+            raise PathGLSError(f"feature bag: {res.error}")
+        bag = (
+            Path(res.bag_path)
+            if res.bag_path
+            else bag_path_for(store.root, Path(item.path).stem, config.pipeline.encoder.name)
+        )
+        inputs["bag"] = str(bag)
+        inputs["n_patches"] = int(res.n_patches)
+        prep_warnings = [f"feature bag: {w}" for w in res.warnings]
+    with _timed(timings, "slide.view"):
+        view = slide_view(item.path, bag=bag, config=config.view, mpp=config.mpp)
+    return _Prepared(view=view, inputs=inputs, bag=bag, timings=timings, warnings=prep_warnings)
+
+
+def _base_inputs(item: WorkItem, subject: str, models: Models, config: RunConfig) -> dict[str, Any]:
+    s = models.subjects.get(subject)
+    return {
+        "subject": subject,
+        "subject_model_id": getattr(s, "model_id", None),
+        "subject_revision": getattr(s, "revision", None),
+        "subject_learned": getattr(s, "learned", None),
+        "item": item.path,
+        "kind": item.kind,
+        "attack": config.attack,
+        "seed": config.seed,
+        "view": item.kind if item.kind == "roi" else config.view.kind,
+        "encoder": models.describe()["encoder"],
+        "extractor": config.extractor,
+        "nli": config.nli,
+        "embedder": config.embedder,
+        "reference": item.reference is not None,
+        "status": "failed",
+    }
+
+
+def _failed(
+    item: WorkItem,
+    subject: str,
+    models: Models,
+    config: RunConfig,
+    error: str,
+    timings: dict[str, float],
+) -> ScoreCard:
+    return ScoreCard(
+        item_id=item.item_id,
+        inputs=_base_inputs(item, subject, models, config),
+        timings=dict(timings),
+        errors=[error],
+    )
+
+
+def evaluate_item(
+    *,
+    item: WorkItem,
+    models: Models,
+    config: RunConfig,
+    store: ResultsStore,
+    subjects: Sequence[str] | None = None,
+) -> list[ScoreCard]:
+    """ScoreCards of ``item`` for ``subjects`` (default: every subject of the run).
+
+    Never raises for a bad item or subject: failures become ``failed``/``partial`` cards.
+    """
+    names = list(subjects if subjects is not None else config.subjects)
+    try:
+        prep = _prepare(item, models, config, store)
+    except PathGLSError as e:
+        error = f"{type(e).__name__}: {e}"
+        return [_failed(item, s, models, config, error, {}) for s in names]
+    except Exception as e:  # a bug or an unexpected library error must not end the run
+        error = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+        return [_failed(item, s, models, config, error, {}) for s in names]
+    cards = []
+    for s in names:
+        try:
+            cards.append(_evaluate_subject(item, s, prep, models, config, store))
+        except Exception as e:
+            error = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+            cards.append(_failed(item, s, models, config, error, prep.timings))
+    return cards
+
+
+def _evaluate_subject(
+    item: WorkItem,
+    subject: str,
+    prep: _Prepared,
+    models: Models,
+    config: RunConfig,
+    store: ResultsStore,
+) -> ScoreCard:
+    from pathgls.logic import logic_score
+    from pathgls.stability_run import run_stability
+    from pathgls.subjects.cache import SubjectCache
+
+    t_start = time.perf_counter()
+    timings = dict(prep.timings)
+    timed = _TimedSubject(models.subjects[subject])
+    t0 = time.perf_counter()
+    run = run_stability(
+        subject=timed,
+        view=prep.view,
+        item_id=item.item_id,
+        extractor=models.extractor,
+        embedder=models.embedder,
+        attack=config.attack,
+        seed=config.seed,
+        cache=SubjectCache(store.cache_dir),
+        config=config.stability,
+    )
+    timings["generation"] = timed.seconds
+    timings["stability"] = time.perf_counter() - t0 - timed.seconds
+    inputs = _base_inputs(item, subject, models, config) | prep.inputs
+    inputs["prompts"] = dict(run.prompts)
+    inputs["view_description"] = prep.view.description
+    errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]
+    assert run.score is not None
+    modules: dict[str, ModuleScore] = {"stability": run.score}
+    original = run.analyzed.get("original")
+    if original is None:
+        card = ScoreCard(
+            item_id=item.item_id,
+            inputs=inputs,
+            reports=run.reports,
+            modules=modules,
+            timings=timings,
+            errors=errors,
+        )
+        card.timings["total"] = time.perf_counter() - t_start
+        return card
+    with _timed(timings, "logic"):
+        modules["logic"] = logic_score(report=original, nli=models.nli, config=config.logic)
+    with _timed(timings, "grounding"):
+        modules["grounding"] = _grounding(item, subject, original, prep, models, config, store)
+    if item.reference is not None and models.hare is not None:
+        with _timed(timings, "hare"):
+            modules["hare"] = _hare(item.reference, run.reports["original"].text, models.hare)
+    inputs["status"] = "partial" if errors else "ok"
+    card = ScoreCard(
+        item_id=item.item_id,
+        inputs=inputs,
+        reports=run.reports,
+        modules=modules,
+        timings=timings,
+        warnings=list(prep.warnings),
+        errors=errors,
+    )
+    card = gate_scorecard(card, fusion=config.fusion, gate=config.gate)
+    card.timings["total"] = time.perf_counter() - t_start
+    return card
+
+
+def _grounding(
+    item: WorkItem,
+    subject: str,
+    report: Any,
+    prep: _Prepared,
+    models: Models,
+    config: RunConfig,
+    store: ResultsStore,
+) -> ModuleScore:
+    from pathgls.grounding_score import ground, open_bag_source
+
+    if models.encoder is None:
+        return ModuleScore(name="grounding", value=None, missing_reason=NO_ENCODER_REASON)
+    keep = config.keep_grounding_maps
+    cfg = config.pipeline.grounding
+    with contextlib.ExitStack() as stack:
+        if prep.roi is not None:
+            source = prep.roi
+        else:
+            assert prep.bag is not None
+            source = stack.enter_context(open_bag_source(prep.bag))
+        res = ground(
+            entities=report.entities,
+            encoder=models.encoder,
+            source=source,
+            config=cfg,
+            keep_patch_max=keep,
+        )
+        if keep and res.score.value is not None:
+            values = {
+                t.phrase: np.asarray(res.patch_values(t.phrase)) for t in res.selection.targets
+            }
+            path = store.write_grounding_map(
+                subject,
+                item.item_id,
+                coords=np.asarray(source.coords),
+                values=values,
+                patch_size_level0=int(source.patch_size_level0),
+                space=str(source.space),
+            )
+            res.score.evidence["map"] = str(path.relative_to(store.root))
+    return res.score
+
+
+def _hare(reference: str, candidate: str, hare_models: Any) -> ModuleScore:
+    import warnings
+
+    from pathgls.hare import score_pairs
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (res,) = score_pairs(references=[reference], candidates=[candidate], models=hare_models)
+    return ModuleScore(
+        name="hare",
+        value=float(res.score),
+        evidence={
+            "entity_precision": res.entity_precision,
+            "entity_recall": res.entity_recall,
+            "entity_f1": res.entity_f1,
+            "relation_f1": res.relation_f1,
+            "entity_matches": [dataclasses.asdict(m) for m in res.entity_matches[:20]],
+            "backend": "offline (lexicon entities, MiniLM, report-graph relations)",
+        },
+        warnings=[*res.warnings, *(str(w.message) for w in caught)],
+    )

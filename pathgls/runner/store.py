@@ -1,0 +1,159 @@
+"""The run directory: where ScoreCards, grounding maps, caches and the errors log live.
+
+```
+RUN_DIR/
+  manifest.json                 effective config, versions, models, start/end, counts
+  config.toml / config.json     the effective pipeline config
+  scorecards/<subject>/<item>.json
+  grounding/<subject>/<item>.npz  per-entity patch similarities (heat maps)
+  features_<encoder>/<slide>.h5   feature bags (reused when complete)
+  cache/subjects/                 every generation, so a rerun never asks a model twice
+  errors.jsonl                    one line per failed or partial item
+  summary.csv / summary.parquet, plots/
+  run.log
+```
+
+ScoreCards are written atomically (temporary file + rename): a run killed at any moment
+leaves each card either absent or whole. A card whose ``inputs.status`` is not ``ok`` is
+redone on the next run (its generations come from the cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pathgls.atomic import write_bytes_atomic, write_text_atomic
+from pathgls.errors import PathGLSError
+from pathgls.runner.items import slug
+from pathgls.types import ScoreCard
+
+STATUSES = ("ok", "partial", "failed")
+
+
+class ResultsStore:
+    """Paths and atomic writes of one run directory."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(run_dir)
+
+    @property
+    def scorecards_dir(self) -> Path:
+        """Where ScoreCards live (one folder per subject)."""
+        return self.root / "scorecards"
+
+    @property
+    def cache_dir(self) -> Path:
+        """The subject generation cache."""
+        return self.root / "cache" / "subjects"
+
+    @property
+    def errors_path(self) -> Path:
+        """The errors log (JSON lines)."""
+        return self.root / "errors.jsonl"
+
+    def card_path(self, subject: str, item_id: str) -> Path:
+        """The ScoreCard file of ``item_id`` under ``subject``."""
+        return self.scorecards_dir / slug(subject) / f"{slug(item_id)}.json"
+
+    def grounding_path(self, subject: str, item_id: str) -> Path:
+        """The per-patch grounding similarities of ``item_id`` under ``subject``."""
+        return self.root / "grounding" / slug(subject) / f"{slug(item_id)}.npz"
+
+    def status(self, subject: str, item_id: str) -> str | None:
+        """``ok``, ``partial`` or ``failed`` from the stored card; None if absent or unreadable."""
+        path = self.card_path(subject, item_id)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            status = data["inputs"]["status"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return status if status in STATUSES else None
+
+    def is_done(self, subject: str, item_id: str) -> bool:
+        """Whether the item has a finished (``ok``) ScoreCard, so a rerun skips it."""
+        return self.status(subject, item_id) == "ok"
+
+    def write_card(self, card: ScoreCard) -> Path:
+        """Write ``card`` atomically under its subject.
+
+        Raises:
+            PathGLSError: the file cannot be written.
+        """
+        path = self.card_path(str(card.inputs.get("subject", "")), card.item_id)
+        try:
+            return write_text_atomic(path, card.to_json(indent=2))
+        except OSError as e:
+            raise PathGLSError(f"cannot write ScoreCard {path}: {e}") from e
+
+    def write_grounding_map(
+        self,
+        subject: str,
+        item_id: str,
+        *,
+        coords: np.ndarray,
+        values: dict[str, np.ndarray],
+        patch_size_level0: int,
+        space: str,
+    ) -> Path:
+        """Store per-entity patch similarities (rows of ``values`` follow ``coords``)."""
+        import io
+
+        buf = io.BytesIO()
+        names = list(values)
+        stacked = np.stack([values[n] for n in names]) if names else np.zeros((0, len(coords)))
+        np.savez_compressed(
+            buf,
+            coords=np.asarray(coords, np.int64),
+            values=stacked.astype(np.float32),
+            entities=np.asarray(names, dtype=str),
+            patch_size_level0=np.int64(patch_size_level0),
+            space=np.asarray(space),
+        )
+        return write_bytes_atomic(self.grounding_path(subject, item_id), buf.getvalue())
+
+    def log_error(
+        self, *, item_id: str, subject: str | None, status: str, errors: list[str]
+    ) -> None:
+        """Append one line to the errors log (flushed to disk, so a kill keeps it)."""
+        record = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "item_id": item_id,
+            "subject": subject,
+            "status": status,
+            "errors": errors,
+        }
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.errors_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def iter_cards(self) -> Iterator[tuple[Path, ScoreCard | None, str | None]]:
+        """Every stored card as ``(path, card, None)``, or ``(path, None, error)`` if unreadable."""
+        for path in sorted(self.scorecards_dir.rglob("*.json")):
+            try:
+                yield path, ScoreCard.from_dict(json.loads(path.read_text(encoding="utf-8"))), None
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                yield path, None, f"{type(e).__name__}: {e}"
+
+    def load_cards(self) -> list[ScoreCard]:
+        """Every readable card, sorted by path."""
+        return [card for _, card, _ in self.iter_cards() if card is not None]
+
+
+def load_grounding_map(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a grounding map written by :meth:`ResultsStore.write_grounding_map`."""
+    with np.load(path, allow_pickle=False) as z:
+        return {
+            "coords": z["coords"],
+            "values": {str(n): z["values"][i] for i, n in enumerate(z["entities"])},
+            "patch_size_level0": int(z["patch_size_level0"]),
+            "space": str(z["space"]),
+        }

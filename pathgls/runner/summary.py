@@ -1,0 +1,316 @@
+"""Benchmark summary: per-subject tables with bootstrap CIs, files, plots and a console table.
+
+:func:`summarise` turns the ScoreCards of a run into one row per subject (item and route counts,
+then the mean and a percentile-bootstrap CI of every metric); :func:`write_summary` stores that
+table as CSV and Parquet, :func:`plot_modules` and :func:`plot_subjects` draw it, and
+:func:`print_summary` shows it with rich. Figures are built on :class:`matplotlib.figure.Figure`
+with the Agg canvas, so no pyplot state is touched and nothing needs a display.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pathgls.atomic import write_via
+from pathgls.errors import ConfigError, PathGLSError
+from pathgls.types import ScoreCard
+
+METRICS = ("grounding", "logic", "stability", "hare", "trust")
+_ROUTES = ("deploy", "review", "reject")
+_STATUSES = ("ok", "partial", "failed")
+COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in _STATUSES), *_ROUTES)
+STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
+COLUMNS = COUNT_COLUMNS + tuple(f"{m}_{s}" for m in METRICS for s in STAT_SUFFIXES)
+
+_MAX_BOOT_ELEMENTS = 5_000_000  # resampled indices held at once by bootstrap_ci
+_UNKNOWN_SUBJECT = "unknown"
+
+
+def bootstrap_ci(
+    values: Iterable[float], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the mean.
+
+    Args:
+        values: Sample; non-finite values are ignored.
+        n_boot: Number of bootstrap resamples (at least 100).
+        confidence: Coverage of the interval, strictly between 0 and 1.
+        seed: Seed of :func:`numpy.random.default_rng`; the same seed gives the same interval.
+
+    Returns:
+        ``(low, high)``, or ``(nan, nan)`` when fewer than two finite values are given.
+
+    Raises:
+        ConfigError: ``n_boot`` or ``confidence`` is out of range.
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 100:
+        raise ConfigError(f"n_boot must be an integer >= 100, got {n_boot!r}")
+    if not isinstance(confidence, int | float | np.floating) or not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    sample = values if isinstance(values, np.ndarray) else list(values)
+    x = np.asarray(sample, dtype=np.float64).reshape(-1)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 2:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    block = max(1, _MAX_BOOT_ELEMENTS // n)
+    means = np.empty(int(n_boot), dtype=np.float64)
+    for start in range(0, int(n_boot), block):
+        stop = min(int(n_boot), start + block)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = x[idx].mean(axis=1)
+    alpha = (1.0 - float(confidence)) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def _subject(card: ScoreCard) -> str:
+    return str(card.inputs.get("subject") or _UNKNOWN_SUBJECT)
+
+
+def _status(card: ScoreCard) -> str:
+    return str(card.inputs.get("status", "ok"))
+
+
+def _metric_value(card: ScoreCard, metric: str) -> float | None:
+    if metric == "trust":
+        raw: Any = card.trust
+    else:
+        module = card.modules.get(metric)
+        raw = None if module is None else module.value
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _by_subject(cards: Iterable[ScoreCard]) -> dict[str, list[ScoreCard]]:
+    """Cards grouped by subject, subjects sorted."""
+    out: dict[str, list[ScoreCard]] = {}
+    for card in cards:
+        out.setdefault(_subject(card), []).append(card)
+    return dict(sorted(out.items()))
+
+
+def _values(cards: list[ScoreCard], metric: str) -> list[float]:
+    """Finite values of ``metric`` over the cards that are not failed."""
+    found = (_metric_value(c, metric) for c in cards if _status(c) != "failed")
+    return [v for v in found if v is not None]
+
+
+def _dtypes() -> dict[str, str]:
+    """Column dtypes of the summary table: counts are integers, statistics floats."""
+    counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in METRICS)]
+    return {
+        c: "object" if c == "subject" else "int64" if c in counts else "float64" for c in COLUMNS
+    }
+
+
+def summarise(
+    cards: Iterable[ScoreCard], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """One row per subject: item, status and route counts, then mean and CI of each metric.
+
+    Args:
+        cards: ScoreCards of a run; ``inputs["subject"]`` groups them and ``inputs["status"]``
+            (``ok``, ``partial`` or ``failed``; ``ok`` when absent) is counted.
+        n_boot: Bootstrap resamples per (subject, metric).
+        confidence: Coverage of the intervals.
+        seed: Seed used for every (subject, metric), so the table is reproducible.
+
+    Returns:
+        Rows sorted by subject, columns :data:`COLUMNS`. Failed cards count in ``n_items`` and
+        ``n_failed`` but give no values; a metric without values has ``n`` 0 and NaN statistics.
+
+    Raises:
+        ConfigError: ``n_boot`` or ``confidence`` is out of range.
+    """
+    cards = list(cards)
+    if not cards:
+        bootstrap_ci([], n_boot=n_boot, confidence=confidence, seed=seed)  # validates arguments
+        return pd.DataFrame({c: [] for c in COLUMNS}).astype(_dtypes())
+    rows: list[dict[str, Any]] = []
+    for subject, mine in _by_subject(cards).items():
+        statuses = [_status(c) for c in mine]
+        routes = [c.decision.route for c in mine if c.decision is not None]
+        row: dict[str, Any] = {"subject": subject, "n_items": len(mine)}
+        row.update({f"n_{s}": statuses.count(s) for s in _STATUSES})
+        row.update({r: routes.count(r) for r in _ROUTES})
+        for metric in METRICS:
+            xs = _values(mine, metric)
+            low, high = bootstrap_ci(xs, n_boot=n_boot, confidence=confidence, seed=seed)
+            row[f"{metric}_n"] = len(xs)
+            row[f"{metric}_mean"] = float(np.mean(xs)) if xs else math.nan
+            row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low, high
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype(_dtypes())
+
+
+def _atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
+    """Write ``path`` atomically (see :func:`pathgls.atomic.write_via`)."""
+    try:
+        return write_via(path, writer)
+    except OSError as e:
+        raise PathGLSError(f"cannot write {path}: {e}") from e
+
+
+def write_summary(table: pd.DataFrame, *, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``summary.csv`` and ``summary.parquet`` into ``out_dir`` (created if needed).
+
+    Returns:
+        ``{"csv": path, "parquet": path}``.
+
+    Raises:
+        PathGLSError: A file cannot be written.
+    """
+    out = Path(out_dir)
+    csv = _atomic_write(out / "summary.csv", lambda p: table.to_csv(p, index=False))
+    parquet = _atomic_write(
+        out / "summary.parquet", lambda p: table.to_parquet(p, engine="pyarrow", index=False)
+    )
+    return {"csv": csv, "parquet": parquet}
+
+
+def _new_figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
+    return _atomic_write(Path(path), lambda p: fig.savefig(p, format="png", dpi=120))
+
+
+def _no_scores(path: str | os.PathLike[str]) -> Path:
+    fig = _new_figure(4.0, 3.0)
+    fig.text(0.5, 0.5, "no scores", ha="center", va="center", fontsize=14)
+    return _save_figure(fig, path)
+
+
+def _label_subjects(ax: Any, subjects: list[str], positions: Any) -> None:
+    long = max((len(s) for s in subjects), default=0) > 8 or len(subjects) > 4
+    ax.set_xticks(list(positions))
+    ax.set_xticklabels(subjects, rotation=30 if long else 0, ha="right" if long else "center")
+
+
+def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) -> Path:
+    """Box plots of each metric by subject, with the individual scores overlaid; PNG at ``path``.
+
+    Metrics without any value get no panel; when nothing is plottable the figure says so.
+    """
+    grouped = _by_subject(cards)
+    subjects = list(grouped)
+    values = {s: {m: _values(grouped[s], m) for m in METRICS} for s in subjects}
+    metrics = [m for m in METRICS if any(values[s][m] for s in subjects)]
+    if not metrics:
+        return _no_scores(path)
+    panel_width = max(2.8, 0.7 * len(subjects) + 1.2)
+    fig = _new_figure(panel_width * len(metrics), 3.6)
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    rng = np.random.default_rng(0)
+    for ax, metric in zip(axes, metrics, strict=True):
+        filled = [(i + 1, values[s][metric]) for i, s in enumerate(subjects) if values[s][metric]]
+        positions = [p for p, _ in filled]
+        data = [np.asarray(v) for _, v in filled]
+        ax.boxplot(data, positions=positions, widths=0.6, showfliers=False)
+        for pos, ys in zip(positions, data, strict=True):
+            xs = pos + rng.uniform(-0.15, 0.15, size=ys.size)
+            ax.scatter(xs, ys, s=12, alpha=0.6, color="tab:blue", zorder=3)
+        _label_subjects(ax, subjects, range(1, len(subjects) + 1))
+        ax.set_xlim(0.4, len(subjects) + 0.6)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(metric)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("score")
+    return _save_figure(fig, path)
+
+
+def plot_subjects(table: pd.DataFrame, *, path: str | os.PathLike[str]) -> Path:
+    """Grouped bars of each metric's mean per subject with CI error bars; PNG at ``path``.
+
+    Raises:
+        ConfigError: ``table`` lacks columns of :func:`summarise`'s table.
+    """
+    needed = ["subject"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "ci_low", "ci_high")]
+    lacking = [c for c in needed if c not in table.columns]
+    if lacking:
+        raise ConfigError(f"summary table lacks columns {lacking}")
+    if table.empty or not np.isfinite(table[[f"{m}_mean" for m in METRICS]].to_numpy(float)).any():
+        return _no_scores(path)
+    n_subjects = len(table)
+    width = 0.8 / n_subjects
+    fig = _new_figure(max(6.0, 1.0 + len(METRICS) * (0.35 * n_subjects + 0.6)), 4.0)
+    ax = fig.subplots()
+    x = np.arange(len(METRICS), dtype=np.float64)
+    for i, row in enumerate(table.itertuples(index=False)):
+        rec = row._asdict()
+        offset = (i - (n_subjects - 1) / 2) * width
+        means = np.array([rec[f"{m}_mean"] for m in METRICS], dtype=np.float64)
+        lows = np.array([rec[f"{m}_ci_low"] for m in METRICS], dtype=np.float64)
+        highs = np.array([rec[f"{m}_ci_high"] for m in METRICS], dtype=np.float64)
+        ok = np.isfinite(means)
+        color = f"C{i % 10}"
+        if not ok.any():  # nothing to draw, but keep the subject in the legend
+            ax.bar([np.nan], [np.nan], width=width, color=color, label=str(rec["subject"]))
+            continue
+        ax.bar(x[ok] + offset, means[ok], width=width, color=color, label=str(rec["subject"]))
+        ci = ok & np.isfinite(lows) & np.isfinite(highs)
+        if ci.any():
+            yerr = np.vstack([means[ci] - lows[ci], highs[ci] - means[ci]]).clip(min=0.0)
+            ax.errorbar(x[ci] + offset, means[ci], yerr=yerr, fmt="none", ecolor="black", capsize=3)
+    ax.set_xticks(x)
+    ax.set_xticklabels(METRICS)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("mean score")
+    ax.set_title("Subjects compared (bars: mean, whiskers: bootstrap CI)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="subject", fontsize="small")
+    return _save_figure(fig, path)
+
+
+def _format_metric(row: dict[str, Any], metric: str) -> str:
+    n = int(row[f"{metric}_n"])
+    mean = float(row[f"{metric}_mean"])
+    if n == 0 or not math.isfinite(mean):
+        return "missing"
+    low, high = float(row[f"{metric}_ci_low"]), float(row[f"{metric}_ci_high"])
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{mean:.3f} [{low:.2f}, {high:.2f}] (n={n})"
+    return f"{mean:.3f} (n={n})"
+
+
+def print_summary(table: pd.DataFrame, *, console: Any) -> None:
+    """Print the summary table on a :class:`rich.console.Console`, one row per subject."""
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    out = Table(title="PathGLS benchmark summary")
+    out.add_column("subject", style="bold", overflow="fold")
+    out.add_column("items", justify="right")
+    out.add_column("ok/part/fail", justify="right")
+    out.add_column("dep/rev/rej", justify="right")
+    for metric in METRICS:
+        out.add_column(metric, justify="right")
+    for row in table.to_dict(orient="records"):
+        statuses = "/".join(str(int(row[f"n_{s}"])) for s in _STATUSES)
+        routes = "/".join(str(int(row[r])) for r in _ROUTES)
+        metrics = [Text(_format_metric(row, m)) for m in METRICS]
+        out.add_row(
+            escape(str(row["subject"])), str(int(row["n_items"])), statuses, routes, *metrics
+        )
+    console.print(out)
