@@ -291,7 +291,8 @@ def test_print_summary(cards: list[ScoreCard]) -> None:
     expected = f"0.500 [{cap['trust_ci_low']:.2f}, {cap['trust_ci_high']:.2f}] (n=3)"
     assert "captioner" in text and "zeta" in text
     assert expected in text
-    assert "missing" in text  # hare
+    # hare is missing for every subject: no column, named in the caption
+    assert "missing for every subject: hare" in text
     assert "0.500 (n=1)" in text  # captioner logic: one value, no interval
     assert "[bold]odd" in text  # escaped, shown literally
 

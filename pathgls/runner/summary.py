@@ -294,22 +294,28 @@ def _format_metric(row: dict[str, Any], metric: str) -> str:
 
 
 def print_summary(table: pd.DataFrame, *, console: Any) -> None:
-    """Print the summary table on a :class:`rich.console.Console`, one row per subject."""
+    """Print the summary table on a :class:`rich.console.Console`, one row per subject.
+
+    Metrics that no subject has are left out of the table and named in its caption.
+    """
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
-    out = Table(title="PathGLS benchmark summary")
+    shown = [m for m in METRICS if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
+    absent = [m for m in METRICS if m not in shown]
+    caption = f"missing for every subject: {', '.join(absent)}" if absent else None
+    out = Table(title="PathGLS benchmark summary", caption=caption)
     out.add_column("subject", style="bold", overflow="fold")
     out.add_column("items", justify="right")
     out.add_column("ok/part/fail", justify="right")
     out.add_column("dep/rev/rej", justify="right")
-    for metric in METRICS:
+    for metric in shown:
         out.add_column(metric, justify="right")
     for row in table.to_dict(orient="records"):
         statuses = "/".join(str(int(row[f"n_{s}"])) for s in _STATUSES)
         routes = "/".join(str(int(row[r])) for r in _ROUTES)
-        metrics = [Text(_format_metric(row, m)) for m in METRICS]
+        metrics = [Text(_format_metric(row, m)) for m in shown]
         out.add_row(
             escape(str(row["subject"])), str(int(row["n_items"])), statuses, routes, *metrics
         )
