@@ -278,3 +278,57 @@ def test_benchmark_cli_errors(tmp_path: Path) -> None:
         app, ["benchmark", str(ROI), "--subject", "nosuch:x", "--out", str(tmp_path / "o")]
     )
     assert res.exit_code == 2
+
+
+def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path) -> None:
+    from pathgls.runner.store import load_grounding_map
+    from pathgls.testing import save_random_hf_clip
+
+    clip = save_random_hf_clip(tmp_path / "clip")
+    src = link(tmp_path / "slides", CMU, ROI)
+    out = tmp_path / "run"
+    report = (
+        "Microscopic: sheets of tumor cells with necrosis and mitotic figures; no lymphocytes."
+        "\nDiagnosis: invasive ductal carcinoma."
+    )
+    conditions = ("original", "stain", "attack:false-malignant-history")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(
+        "\n".join(
+            json.dumps({"item_id": i, "condition": c, "report": report})
+            for i in (CMU.stem, ROI.stem)
+            for c in conditions
+        )
+    )
+    config = RunConfig(subjects=(f"replay:{replay}",), encoder=f"hf:{clip}")
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    store = ResultsStore(out)
+    cards = {c.item_id: c for c in store.load_cards()}
+    slide, roi = cards[CMU.stem], cards[ROI.stem]
+    bag = Path(slide.inputs["bag"])
+    assert bag.is_file() and slide.inputs["patches_encoded_now"] == slide.inputs["n_patches"] > 0
+    assert roi.inputs.get("bag") is None  # an ROI is encoded as windows, no bag
+    assert any("ROI grounded at its own pixel size" in w for w in roi.warnings)
+    for card in (slide, roi):
+        g = card.modules["grounding"]
+        assert g.value is not None and 0.0 <= g.value <= 1.0
+        assert "lymphocytes" in " ".join(g.evidence["negated"])  # negated: not grounded
+        assert any("random" in w for w in g.warnings)  # a tiny test model: never a result
+        saved = load_grounding_map(out / g.evidence["map"])
+        phrases = {e["phrase"] for e in g.evidence["entities"]}
+        assert set(saved["values"]) == phrases
+        n = len(saved["coords"])
+        assert all(v.shape == (n,) for v in saved["values"].values())
+        # the stored map is the evidence's similarities: its max is the entity's best window
+        for e in g.evidence["entities"]:
+            assert float(saved["values"][e["phrase"]].max()) == pytest.approx(
+                e["similarity"], abs=1e-5
+            )
+    # a rerun with the cards gone reuses the complete bag: nothing encoded again
+    mtime = bag.stat().st_mtime_ns
+    for p in (out / "scorecards").rglob("*.json"):
+        p.unlink()
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    again = {c.item_id: c for c in ResultsStore(out).load_cards()}
+    assert again[CMU.stem].inputs["patches_encoded_now"] == 0
+    assert bag.stat().st_mtime_ns == mtime

@@ -155,6 +155,10 @@ def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsSt
             timings=timings,
         )
         if models.encoder is not None:
+            prep.warnings.append(
+                "ROI grounded at its own pixel size, taken as 20× (0.5 µm/px); for an exact "
+                "magnification give the slide instead"
+            )
             ec = config.pipeline.encoder
             with _timed(timings, "slide.tiling_encoding"):
                 prep.roi = roi_source(
@@ -180,6 +184,7 @@ def _prepare_slide(
     from pathgls.tiling.resolution import plan_read
     from pathgls.tiling.slides import open_slide
 
+    prep_warnings: list[str] = []
     with _timed(timings, "slide.open"):
         reader = open_slide(Path(item.path), mpp=config.mpp)
         try:
@@ -187,12 +192,16 @@ def _prepare_slide(
             inputs = {
                 "slide_size": list(reader.dimensions),
                 "level0_mpp": float(reader.mpp),
+                "mpp_source": reader.mpp_source,
                 "read_level": plan.level,
             }
+            if reader.mpp_source == "default":
+                prep_warnings.append(
+                    f"no resolution metadata; assumed {reader.mpp:g} µm/px (pass --mpp to set it)"
+                )
         finally:
             reader.close()
     bag = None
-    prep_warnings: list[str] = []
     if models.encoder is not None:
         with _timed(timings, "slide.tiling_encoding"):
             res = extract_slide(
@@ -211,7 +220,8 @@ def _prepare_slide(
         )
         inputs["bag"] = str(bag)
         inputs["n_patches"] = int(res.n_patches)
-        prep_warnings = [f"feature bag: {w}" for w in res.warnings]
+        inputs["patches_encoded_now"] = int(res.n_encoded)  # 0: a complete bag was reused
+        prep_warnings += [f"feature bag: {w}" for w in res.warnings if "resolution" not in w]
     with _timed(timings, "slide.view"):
         view = slide_view(item.path, bag=bag, config=config.view, mpp=config.mpp)
     return _Prepared(view=view, inputs=inputs, bag=bag, timings=timings, warnings=prep_warnings)
