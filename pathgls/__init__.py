@@ -11,6 +11,9 @@ Public API (stable names; everything else is internal):
 - grounding: :func:`ground` (S_g of a report's entities on a :class:`WindowSource`),
   :func:`open_bag_source` (a feature bag), :func:`roi_source` (an ROI image),
   :class:`GroundingConfig`
+- trust and gate: :func:`fuse`, :func:`gate_scorecard`, :class:`FusionConfig`, :class:`GateConfig`
+- runs: :func:`run_benchmark` (slides × subjects into a run directory), :class:`RunConfig`,
+  :class:`ResultsStore` (read a run's ScoreCards)
 - results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
 """
 
@@ -46,6 +49,13 @@ _LAZY = {
     "ground": "pathgls.grounding_score",
     "open_bag_source": "pathgls.grounding_score",
     "roi_source": "pathgls.grounding_score",
+    "FusionConfig": "pathgls.fusion",
+    "GateConfig": "pathgls.fusion",
+    "fuse": "pathgls.fusion",
+    "gate_scorecard": "pathgls.fusion",
+    "RunConfig": "pathgls.runner.config",
+    "ResultsStore": "pathgls.runner.store",
+    "run_benchmark": "pathgls.runner.run",
     "Entity": "pathgls.types",
     "GateDecision": "pathgls.types",
     "ModuleScore": "pathgls.types",
@@ -60,6 +70,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from pathgls.config import GroundingConfig, PathGLSConfig, load_config
     from pathgls.encoders import build_encoder, list_encoders
     from pathgls.extract import ExtractResult, extract_slide
+    from pathgls.fusion import FusionConfig, GateConfig, fuse, gate_scorecard
     from pathgls.grounding_score import (
         GroundingResult,
         WindowSource,
@@ -69,6 +80,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     )
     from pathgls.logic import logic_score, score_logic
     from pathgls.nli import build_nli
+    from pathgls.runner.config import RunConfig
+    from pathgls.runner.run import run_benchmark
+    from pathgls.runner.store import ResultsStore
     from pathgls.text import analyze_report, build_extractor
     from pathgls.tiling import find_slides, open_slide
     from pathgls.types import (
@@ -97,6 +111,8 @@ __all__ = [
     "Entity",
     "ExtractResult",
     "FeatureBag",
+    "FusionConfig",
+    "GateConfig",
     "GateDecision",
     "GroundingConfig",
     "GroundingResult",
@@ -105,6 +121,8 @@ __all__ = [
     "Relation",
     "Report",
     "ReportGraph",
+    "ResultsStore",
+    "RunConfig",
     "ScoreCard",
     "WindowSource",
     "__version__",
@@ -114,6 +132,8 @@ __all__ = [
     "build_nli",
     "extract_slide",
     "find_slides",
+    "fuse",
+    "gate_scorecard",
     "ground",
     "list_encoders",
     "load_config",
@@ -122,6 +142,7 @@ __all__ = [
     "open_slide",
     "read_bag",
     "roi_source",
+    "run_benchmark",
     "score_logic",
     "validate_bag",
 ]
