@@ -9,6 +9,8 @@ available modules, renormalised by the weight those modules carry.
   the highest Spearman ρ(trust, label); ties go to the point closest to the default weights.
 * :func:`thresholds_for_precision` is the lowest deploy threshold whose precision reaches a target.
 * :func:`ablation` is the paper's ablation: ρ with all modules, then with each module dropped.
+* :func:`rows_from_cards` joins a benchmark run's ScoreCards with labels read by
+  :func:`read_labels`; :func:`trust_scores` is the trust of each row under given weights.
 
 Rows that cannot be used (no module score, missing label) are skipped and reported in the
 result's ``warnings``, never imputed.
@@ -19,14 +21,18 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
 
 from pathgls.errors import PathGLSError
+
+if TYPE_CHECKING:
+    from pathgls.types import ScoreCard
 
 MODULES: tuple[str, ...] = ("grounding", "logic", "stability")
 DEFAULT_WEIGHTS: Mapping[str, float] = {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
@@ -95,6 +101,15 @@ class AblationRow:
     warnings: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class CardRows:
+    """Validation rows made from ScoreCards, and the cards left out (``subject/item_id``)."""
+
+    rows: list[ValidationRow]
+    failed: tuple[str, ...]  # status ``failed``: no report was produced
+    unlabelled: tuple[str, ...]  # no label for the card's (subject, item_id) nor its item_id
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -150,6 +165,79 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise CalibrationError(f"cannot read the validation table {p}: {e}") from e
     return rows
+
+
+def read_labels(path: str | os.PathLike[str]) -> dict[tuple[str | None, str], float]:
+    """Labels from a TSV/CSV with columns ``item_id`` and ``label``, optionally ``subject``.
+
+    ``.csv`` files are comma-separated, anything else tab-separated. The key is
+    ``(subject, item_id)``; ``subject`` is None (the label applies to the item under every subject)
+    when the file has no subject column or the cell is empty. A row with an empty label is left
+    out (the item is unlabelled).
+
+    Raises:
+        CalibrationError: unreadable file, missing columns, a malformed line or label, or the same
+            key twice.
+    """
+    p = Path(path)
+    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
+    labels: dict[tuple[str | None, str], float] = {}
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            fields = reader.fieldnames or []
+            missing = [c for c in ("item_id", "label") if c not in fields]
+            if missing:
+                raise CalibrationError(f"{p}: missing column(s) {', '.join(missing)}; has {fields}")
+            for r in reader:
+                where = f"{p}: line {reader.line_num}"
+                if None in r or r["item_id"] is None or r["label"] is None:
+                    raise CalibrationError(f"{where}: expected {len(fields)} fields")
+                label = _parse_float(r["label"], what="label", where=where, allow_empty=True)
+                item = r["item_id"].strip()
+                if label is None or not item:
+                    continue
+                key = ((r.get("subject") or "").strip() or None, item)
+                if key in labels:
+                    raise CalibrationError(f"{where}: a second label for {key[0] or '*'}/{item}")
+                labels[key] = label
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise CalibrationError(f"cannot read the labels {p}: {e}") from e
+    return labels
+
+
+def _card_value(card: ScoreCard, name: str) -> float | None:
+    score = card.modules.get(name)
+    v = None if score is None else score.value
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None  # type: ignore[arg-type]
+
+
+def rows_from_cards(
+    *, cards: Iterable[ScoreCard], labels: Mapping[tuple[str | None, str], float]
+) -> CardRows:
+    """Join each card's module values with its label (as read by :func:`read_labels`).
+
+    A card's label is the one for its ``(inputs["subject"], item_id)``, else for
+    ``(None, item_id)``. Cards with status ``failed`` and cards without a label are left out and
+    listed; a missing or non-finite module value is ``None`` (missing), never imputed.
+    """
+    rows: list[ValidationRow] = []
+    failed: list[str] = []
+    unlabelled: list[str] = []
+    for card in cards:
+        inputs = card.inputs if isinstance(card.inputs, Mapping) else {}
+        subject = str(inputs.get("subject") or "")
+        name = f"{subject}/{card.item_id}" if subject else str(card.item_id)
+        label = labels.get((subject, card.item_id), labels.get((None, card.item_id)))
+        if inputs.get("status") == "failed":
+            failed.append(name)
+        elif label is None:
+            unlabelled.append(name)
+        else:
+            scores = {m: _card_value(card, m) for m in MODULES}
+            rows.append(ValidationRow(name, scores, float(label)))
+    return CardRows(rows, tuple(failed), tuple(unlabelled))
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -234,6 +322,14 @@ def _simplex(k: int, units: int, min_units: int) -> list[tuple[int, ...]]:
 def _default_weights(modules: tuple[str, ...]) -> np.ndarray:
     w = np.array([DEFAULT_WEIGHTS[m] for m in modules])
     return w / w.sum()
+
+
+def _weight_vector(weights: Mapping[str, float]) -> tuple[tuple[str, ...], np.ndarray]:
+    mods = _check_modules(list(weights))
+    w = np.array([float(weights[m]) for m in mods])
+    if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise CalibrationError(f"weights must be non-negative with a positive sum; got {weights}")
+    return mods, w / w.sum()
 
 
 def _as_dict(modules: Sequence[str], w: np.ndarray) -> dict[str, float]:
@@ -402,11 +498,7 @@ def ablation(
         CalibrationError: unknown modules, negative or all-zero weights, fewer than 3 usable rows,
             or constant labels.
     """
-    mods = _check_modules(list(weights))
-    w = np.array([float(weights[m]) for m in mods])
-    if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
-        raise CalibrationError(f"weights must be non-negative with a positive sum; got {weights}")
-    w = w / w.sum()
+    mods, w = _weight_vector(weights)
     scores, labels, skip_warnings = _matrix(rows, mods)
     if labels.size < 3:
         raise CalibrationError(f"only {labels.size} usable rows; at least 3 are needed")
@@ -445,3 +537,22 @@ def ablation(
             )
         )
     return out
+
+
+def trust_scores(
+    *,
+    rows: Sequence[ValidationRow | Mapping[str, object]],
+    weights: Mapping[str, float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Trust and label of each usable row under ``weights`` (the trust :func:`weight_search` ranks).
+
+    Trust is the weighted mean over the row's available modules, renormalised by the weight they
+    carry; NaN where none of them is weighted. Rows without any module score or label are left
+    out, as in :func:`weight_search`.
+
+    Raises:
+        CalibrationError: unknown modules, or negative or all-zero weights.
+    """
+    mods, w = _weight_vector(weights)
+    scores, labels, _ = _matrix(rows, mods)
+    return _trust(scores, w), labels

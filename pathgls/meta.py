@@ -9,6 +9,9 @@ warning, never imputed.
 
 :func:`sensitivity` is the PathGLS Table 1 harness: a score function applied to control and
 perturbed sets of reports (:mod:`pathgls.perturb`), the mean per set and its change in percent.
+
+Calibrating the trust score itself — the module weight search, deploy thresholds for a target
+precision and the module ablation — lives in :mod:`pathgls.calibrate` (``pathgls calibrate``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import typer
 
 from pathgls.cli import attack as _attack
 from pathgls.cli import benchmark as _benchmark
+from pathgls.cli import calibrate as _calibrate
 from pathgls.cli import data as _data
 from pathgls.cli import demo as _demo
 from pathgls.cli import extract as _extract
@@ -28,6 +29,7 @@ _ground.register(app)
 _attack.register(app)
 _meta.register(app)
 _gate.register(app)
+_calibrate.register(app)
 _benchmark.register(app)
 _demo.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -55,6 +56,88 @@ def parse_floors(specs: list[str]) -> dict[str, float]:
     return floors
 
 
+def parse_weights(spec: str) -> dict[str, float]:
+    """``"grounding=0.5,logic=0.3,stability=0.2"`` → ``{"grounding": 0.5, ...}``.
+
+    Raises:
+        ConfigError: An entry is not ``module=number``, or a module is given twice.
+    """
+    weights: dict[str, float] = {}
+    for part in spec.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        try:
+            if not sep or not name:
+                raise ValueError("missing '='" if not sep else "empty module name")
+            if name in weights:
+                raise ValueError(f"{name} given twice")
+            weights[name] = float(value)
+        except ValueError as e:
+            raise ConfigError(f"--weights must be module=weight,..., got {spec!r} ({e})") from e
+    return weights
+
+
+CONFIG_KEYS = {
+    "fusion": ("weights", "reference_penalties"),
+    "gate": ("deploy", "review", "min_coverage", "floors"),
+}
+
+
+def read_gate_config(path: Path) -> dict[str, dict[str, Any]]:
+    """The ``[fusion]`` and ``[gate]`` tables of a TOML file, as ``pathgls calibrate --out`` writes.
+
+    Other top-level tables (e.g. ``[calibration]``, where the values came from) are ignored.
+
+    Raises:
+        ConfigError: The file cannot be read or parsed, has neither table, or an unknown key or a
+            value of the wrong kind in one of them.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read the gate config {path}: {e}") from e
+    if not any(section in data for section in CONFIG_KEYS):
+        raise ConfigError(f"{path}: no [fusion] or [gate] table")
+    out: dict[str, dict[str, Any]] = {}
+    for section, keys in CONFIG_KEYS.items():
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        unknown = sorted(set(table) - set(keys))
+        if unknown:
+            raise ConfigError(
+                f"{path}: unknown key(s) in [{section}]: {', '.join(unknown)} "
+                f"(known: {', '.join(keys)})"
+            )
+        for key in ("weights", "floors"):
+            if key in table and not isinstance(table[key], dict):
+                raise ConfigError(f"{path}: {section}.{key} must be a table of module = number")
+        if not isinstance(table.get("reference_penalties", False), bool):
+            raise ConfigError(f"{path}: fusion.reference_penalties must be true or false")
+        out[section] = dict(table)
+    return out
+
+
+def _configs(
+    *,
+    config: Path | None,
+    weights: str | None,
+    flags: dict[str, float | None],
+    floors: list[str],
+) -> tuple[Any, Any]:
+    """FusionConfig and GateConfig from the config file, overridden by the flags given."""
+    from pathgls.fusion import FusionConfig, GateConfig
+
+    file = read_gate_config(config) if config is not None else {"fusion": {}, "gate": {}}
+    fusion = dict(file["fusion"])
+    if weights is not None:
+        fusion["weights"] = parse_weights(weights)
+    gate = dict(file["gate"])
+    gate.update({k: v for k, v in flags.items() if v is not None})
+    gate["floors"] = {**gate.get("floors", {}), **parse_floors(floors)}
+    return FusionConfig(**fusion), GateConfig(**gate)
+
+
 def _load(path: Path) -> Any:
     from pathgls.types import ScoreCard
 
@@ -84,14 +167,32 @@ def gate(
     run_dir: Annotated[
         Path, Arg(help="Run directory (its scorecards/), or any folder of ScoreCard *.json.")
     ],
-    deploy: Annotated[float, Opt(help="Trust at or above which a report is deployed.")] = 0.75,
-    review: Annotated[float, Opt(help="Trust at or above which a report is reviewed.")] = 0.5,
+    deploy: Annotated[
+        float | None, Opt(help="Trust at or above which a report is deployed (default 0.75).")
+    ] = None,
+    review: Annotated[
+        float | None, Opt(help="Trust at or above which a report is reviewed (default 0.5).")
+    ] = None,
     floor: Annotated[
         list[str] | None, Opt(help="Per-module minimum, module=value (repeatable).")
     ] = None,
     min_coverage: Annotated[
-        float, Opt(help="Deploy only when modules carrying this share of the weight ran.")
-    ] = 0.6,
+        float | None,
+        Opt(help="Deploy only when modules carrying this share of the weight ran (default 0.6)."),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        Opt(
+            help="Fusion weights, e.g. grounding=0.5,logic=0.3,stability=0.2 (default 0.4/0.3/0.3)."
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        Opt(
+            help="TOML with fusion weights and gate thresholds (pathgls calibrate --out); "
+            "the flags above override it."
+        ),
+    ] = None,
     csv_path: Annotated[
         Path | None, Opt("--csv", help="CSV of the decisions (default RUN_DIR/gate.csv).")
     ] = None,
@@ -101,21 +202,20 @@ def gate(
     An item whose report could not be produced (status ``failed`` in a benchmark run) is not
     gated: it is listed as ``failed`` with its error and also makes the exit code 1.
     """
-    from pathgls.fusion import FusionConfig, GateConfig, gate_scorecard
+    from pathgls.fusion import gate_scorecard
 
     console = Console(stderr=True)
     try:
-        gate_cfg = GateConfig(
-            deploy=deploy,
-            review=review,
-            floors=parse_floors(floor or []),
-            min_coverage=min_coverage,
+        fusion_cfg, gate_cfg = _configs(
+            config=config,
+            weights=weights,
+            flags={"deploy": deploy, "review": review, "min_coverage": min_coverage},
+            floors=floor or [],
         )
     except ConfigError as e:
         fail(console, e)
     if not run_dir.is_dir():
         fail(console, f"{run_dir}: not a directory")
-    fusion_cfg = FusionConfig()
     out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
     rows: list[dict[str, str]] = []
     errors = 0

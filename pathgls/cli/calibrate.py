@@ -1,0 +1,272 @@
+"""``pathgls calibrate``: module weights, deploy threshold and ablation from labelled data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pathgls.calibrate import (
+    MODULES,
+    AblationRow,
+    CalibrationError,
+    ThresholdResult,
+    ValidationRow,
+    WeightSearchResult,
+    ablation,
+    read_labels,
+    read_validation_table,
+    rows_from_cards,
+    thresholds_for_precision,
+    trust_scores,
+    weight_search,
+)
+from pathgls.cli.common import fail
+from pathgls.errors import ConfigError, PathGLSError
+
+Arg = typer.Argument
+Opt = typer.Option
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``calibrate`` to ``app``."""
+    app.command("calibrate")(calibrate)
+
+
+def _list(names: tuple[str, ...], limit: int = 5) -> str:
+    more = f", … (+{len(names) - limit})" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def load_rows(source: Path, *, labels: Path | None, console: Console) -> list[ValidationRow]:
+    """Validation rows from a table file, or from a run directory's ScoreCards and ``labels``.
+
+    Cards left out (failed, unlabelled, unreadable) are counted in a warning on ``console``.
+
+    Raises:
+        CalibrationError: the source or labels cannot be read, a run directory without
+            ``--labels`` or without cards, a table with ``--labels``, or no labelled card.
+    """
+    if source.is_file():
+        if labels is not None:
+            raise CalibrationError(f"--labels goes with a run directory; {source} is a table")
+        return read_validation_table(source)
+    if not source.is_dir():
+        raise CalibrationError(f"{source}: no such file or directory")
+    if labels is None:
+        raise CalibrationError(
+            f"{source} is a run directory: pass --labels (TSV with item_id, label[, subject])"
+        )
+    from pathgls.runner.store import ResultsStore
+
+    store = ResultsStore(source)
+    found = list(store.iter_cards())
+    cards = [card for _, card, _ in found if card is not None]
+    unreadable = tuple(path.name for path, card, _ in found if card is None)
+    if not cards:
+        raise CalibrationError(
+            f"{source}: no readable ScoreCard under {store.scorecards_dir}"
+            + (f" ({len(unreadable)} unreadable)" if unreadable else "")
+        )
+    joined = rows_from_cards(cards=cards, labels=read_labels(labels))
+    for what, names in (
+        ("failed (no report)", joined.failed),
+        ("without a label", joined.unlabelled),
+        ("unreadable", unreadable),
+    ):
+        if names:
+            console.print(
+                f"[yellow]warning:[/] skipped {len(names)} card(s) {what}: {escape(_list(names))}",
+                soft_wrap=True,
+            )
+    if not joined.rows:
+        raise CalibrationError(
+            f"no card of {source} has a label in {labels} (labels match on item_id, and on "
+            "subject where the labels have a subject column)"
+        )
+    return joined.rows
+
+
+def _num(x: float | None, fmt: str = ".3f") -> str:
+    return "—" if x is None or math.isnan(x) else format(x, fmt)
+
+
+def print_search(search: WeightSearchResult, console: Console) -> None:
+    """Best weights against the defaults, then the top grid points."""
+    mods = list(search.weights)
+    table = Table(title=f"Module weights — {search.n_rows} labelled row(s)")
+    for col in ("weights", *mods, "Spearman ρ"):
+        table.add_column(col)
+    table.add_row("best", *(f"{search.weights[m]:.2f}" for m in mods), _num(search.spearman))
+    table.add_row(
+        "default",
+        *(f"{search.default_weights[m]:.2f}" for m in mods),
+        _num(search.default_spearman),
+    )
+    console.print(table)
+    top = Table(title=f"Top grid points (of {search.n_points})")
+    for col in ("rank", *mods, "Spearman ρ"):
+        top.add_column(col)
+    for i, point in enumerate(search.top, start=1):
+        top.add_row(str(i), *(f"{point.weights[m]:.2f}" for m in mods), _num(point.spearman))
+    console.print(top)
+
+
+def print_ablation(rows: list[AblationRow], console: Console) -> None:
+    """ρ with all modules, then with each one dropped, and the change Δ."""
+    table = Table(title="Ablation (best weights, renormalised after a drop)")
+    for col in ("dropped", "weights", "n", "Spearman ρ", "Δ", "note"):
+        table.add_column(col)
+    for r in rows:
+        weights = ", ".join(f"{m}={w:.2f}" for m, w in r.weights.items())
+        table.add_row(
+            r.dropped or "none",
+            weights or "—",
+            str(r.n),
+            _num(r.spearman),
+            _num(r.delta, "+.3f"),
+            escape("; ".join(r.warnings)),
+        )
+    console.print(table)
+
+
+def print_threshold(res: ThresholdResult, *, acceptable: float, console: Console) -> None:
+    """The deploy threshold for the target precision, or why there is none."""
+    head = f"Deploy threshold for precision ≥ {res.target_precision:g} (label ≥ {acceptable:g})"
+    if res.threshold is None:
+        console.print(f"{head}: [red]unreachable[/] — {escape(res.reason or '')}", soft_wrap=True)
+        return
+    console.print(
+        f"{head}: [green]{res.threshold:.4f}[/] — precision {res.precision:.3f}, "
+        f"recall {res.recall:.3f}, {res.n_deployed}/{res.n} deployed",
+        soft_wrap=True,
+    )
+
+
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def calibration_toml(
+    *,
+    search: WeightSearchResult,
+    threshold: ThresholdResult,
+    review: float | None,
+    acceptable: float,
+    source: Path,
+) -> str:
+    """The TOML ``pathgls gate --config`` reads: ``[fusion]``, ``[gate]`` and ``[calibration]``.
+
+    ``[gate]`` holds ``deploy`` when the target precision is reachable (rounded down to 6
+    decimals, so the item at the threshold still deploys whatever the float rounding of the
+    gate's trust) and ``review`` when given; ``[calibration]`` records where the values came from
+    (``gate`` ignores it).
+
+    Raises:
+        ConfigError: the deploy threshold is below the review threshold (given or default).
+    """
+    import tomli_w
+
+    from pathgls.fusion import GateConfig
+
+    gate: dict[str, float] = {}
+    if threshold.threshold is not None:
+        gate["deploy"] = math.floor(threshold.threshold * 1e6) / 1e6
+    if review is not None:
+        gate["review"] = review
+    try:
+        GateConfig(**gate)
+    except ConfigError as e:
+        raise ConfigError(f"cannot write this gate: {e}; pass --review at or below it") from e
+    provenance: dict[str, Any] = {
+        "source": str(source),
+        "n_rows": search.n_rows,
+        "spearman": search.spearman,
+        "default_spearman": search.default_spearman,
+        "target_precision": threshold.target_precision,
+        "acceptable_label": acceptable,
+    }
+    if threshold.threshold is not None:
+        provenance.update(precision=threshold.precision, recall=threshold.recall)
+    data: dict[str, Any] = {"fusion": {"weights": dict(search.weights)}}
+    if gate:
+        data["gate"] = gate
+    data["calibration"] = {k: v for k, v in provenance.items() if not _nan(v)}
+    return "# written by pathgls calibrate; use with: pathgls gate RUN_DIR --config FILE\n" + (
+        tomli_w.dumps(data)
+    )
+
+
+def calibrate(
+    source: Annotated[
+        Path,
+        Arg(
+            help="Validation table (TSV/CSV: item_id, grounding, logic, stability, label) or a "
+            "run directory (with --labels)."
+        ),
+    ],
+    labels: Annotated[
+        Path | None,
+        Opt(help="For a run directory: TSV/CSV with item_id, label and optionally subject."),
+    ] = None,
+    step: Annotated[float, Opt(help="Grid spacing of the weight simplex.")] = 0.05,
+    min_weight: Annotated[float, Opt(help="Lower bound of every weight.")] = 0.0,
+    precision: Annotated[float, Opt(help="Target precision of the deploy threshold.")] = 0.9,
+    acceptable: Annotated[
+        float, Opt(help="Labels at or above this are acceptable (use 1 for 0/1 labels).")
+    ] = 3.0,
+    review: Annotated[
+        float | None, Opt(help="Review threshold to write to --out (default: the gate's 0.5).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        Opt(help="Write the weights and deploy threshold to this TOML (for gate --config)."),
+    ] = None,
+) -> None:
+    """Fit module weights and the deploy threshold to labels; print the ablation.
+
+    Weights maximise Spearman ρ(trust, label) on a simplex grid; the deploy threshold is the
+    lowest trust (under those weights) whose deployed items reach the target precision.
+    """
+    console = Console(stderr=True)
+    try:
+        rows = load_rows(source, labels=labels, console=console)
+        search = weight_search(rows=rows, modules=MODULES, step=step, min_weight=min_weight)
+        abl = ablation(rows=rows, weights=search.weights)
+        trust, y = trust_scores(rows=rows, weights=search.weights)
+        threshold = thresholds_for_precision(
+            trust=trust, acceptable=y >= acceptable, target_precision=precision
+        )
+    except PathGLSError as e:
+        fail(console, e)
+    for note in (*search.warnings, *threshold.warnings):
+        console.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)
+    stdout = Console()
+    print_search(search, stdout)
+    print_ablation(abl, stdout)
+    print_threshold(threshold, acceptable=acceptable, console=stdout)
+    if threshold.threshold is None and not (y >= acceptable).any():
+        console.print(
+            f"[yellow]hint:[/] no label is ≥ {acceptable:g}; for 0/1 labels pass --acceptable 1"
+        )
+    if out is None:
+        return
+    from pathgls.atomic import write_text_atomic
+
+    try:
+        text = calibration_toml(
+            search=search, threshold=threshold, review=review, acceptable=acceptable, source=source
+        )
+        write_text_atomic(out, text)
+    except ConfigError as e:
+        fail(console, e)
+    except OSError as e:
+        fail(console, f"cannot write {out}: {e}")
+    if threshold.threshold is None:
+        console.print("[yellow]warning:[/] no deploy threshold written (target unreachable)")
+    console.print(f"wrote {escape(str(out))}", soft_wrap=True)
