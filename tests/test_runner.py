@@ -332,3 +332,21 @@ def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path) -> None:
     again = {c.item_id: c for c in ResultsStore(out).load_cards()}
     assert again[CMU.stem].inputs["patches_encoded_now"] == 0
     assert bag.stat().st_mtime_ns == mtime
+
+
+def test_patch_views_need_an_encoder(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "benchmark",
+            str(CMU),
+            "--subject",
+            "captioner",
+            "--view",
+            "montage",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 2 and "--encoder" in res.output
+    assert not (tmp_path / "o" / "scorecards").exists()

@@ -56,6 +56,11 @@ class RunConfig:
         if len(set(subjects)) != len(subjects):
             raise ConfigError(f"a subject is given twice: {', '.join(subjects)}")
         object.__setattr__(self, "subjects", subjects)
+        if self.view.kind != "thumbnail" and self.encoder is None:
+            raise ConfigError(
+                f"the {self.view.kind} view picks patches from the slide's feature bag: give "
+                "--encoder, or use --view thumbnail"
+            )
         if self.mpp is not None and not self.mpp > 0:
             raise ConfigError(f"mpp must be > 0, got {self.mpp}")
         if self.encoder is not None and self.encoder != self.pipeline.encoder.name:
