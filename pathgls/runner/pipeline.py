@@ -227,19 +227,22 @@ def _prepare_slide(
     return _Prepared(view=view, inputs=inputs, bag=bag, timings=timings, warnings=prep_warnings)
 
 
-def _base_inputs(item: WorkItem, subject: str, models: Models, config: RunConfig) -> dict[str, Any]:
-    s = models.subjects.get(subject)
+def _base_inputs(
+    item: WorkItem, subject: str, described: dict[str, Any], config: RunConfig
+) -> dict[str, Any]:
+    """The inputs every card records; ``described`` is :meth:`Models.describe`."""
+    s = (described.get("subjects") or {}).get(subject) or {}
     return {
         "subject": subject,
-        "subject_model_id": getattr(s, "model_id", None),
-        "subject_revision": getattr(s, "revision", None),
-        "subject_learned": getattr(s, "learned", None),
+        "subject_model_id": s.get("model_id"),
+        "subject_revision": s.get("revision"),
+        "subject_learned": s.get("learned"),
         "item": item.path,
         "kind": item.kind,
         "attack": config.attack,
         "seed": config.seed,
         "view": item.kind if item.kind == "roi" else config.view.kind,
-        "encoder": models.describe()["encoder"],
+        "encoder": described.get("encoder"),
         "extractor": config.extractor,
         "nli": config.nli,
         "embedder": config.embedder,
@@ -258,10 +261,41 @@ def _failed(
 ) -> ScoreCard:
     return ScoreCard(
         item_id=item.item_id,
-        inputs=_base_inputs(item, subject, models, config),
+        inputs=_base_inputs(item, subject, models.describe(), config),
         timings=dict(timings),
         errors=[error],
     )
+
+
+def failed_cards(
+    *,
+    item: WorkItem,
+    subjects: Sequence[str],
+    error: str,
+    config: RunConfig,
+    models: dict[str, Any] | None = None,
+) -> list[ScoreCard]:
+    """``failed`` ScoreCards of ``item`` for ``subjects``, with ``error`` as their reason.
+
+    For an item whose evaluation itself was lost (its Ray worker died, the task raised) in a
+    process that has no :class:`Models`, only their description.
+
+    Args:
+        item: The item.
+        subjects: The subjects it was being evaluated with.
+        error: Why (one line first; becomes the cards' only error).
+        config: The run's settings.
+        models: :meth:`Models.describe` of the run's models (subject ids, encoder), when known.
+    """
+    described = models or {}
+    return [
+        ScoreCard(
+            item_id=item.item_id,
+            inputs=_base_inputs(item, s, described, config),
+            errors=[error],
+        )
+        for s in subjects
+    ]
 
 
 def evaluate_item(
@@ -324,7 +358,7 @@ def _evaluate_subject(
     )
     timings["generation"] = timed.seconds
     timings["stability"] = time.perf_counter() - t0 - timed.seconds
-    inputs = _base_inputs(item, subject, models, config) | prep.inputs
+    inputs = _base_inputs(item, subject, models.describe(), config) | prep.inputs
     inputs["prompts"] = dict(run.prompts)
     inputs["view_description"] = prep.view.description
     errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]

@@ -7,6 +7,18 @@ GPU, so encoders run as GPU actors. The driver receives every item's ScoreCards 
 and writes them itself, atomically, as they arrive: killing the driver loses only the items
 in flight, and the stored cards are the same files the local executor writes.
 
+A lost item does not end the run: when a worker dies (killed, out of memory, a crash in a
+native library) or a task raises, the item it was evaluating gets ``failed`` ScoreCards with
+the reason, a dead worker is replaced (at most as many times as there are workers) and the run
+goes on; a rerun redoes those items. A model that cannot be loaded is an error before any item,
+raised with its own type, as the local executor raises it.
+
+Each actor asks for one CPU and computes on one thread (torch's intra-op threads are set to
+its CPUs, so actors never oversubscribe a node); the local executor uses every core. Float32
+tensor reductions summed in another order can differ in their last bit, so a Ray run's
+similarities may differ from a local run's by a float32 rounding step (~1e-7); with the same
+number of threads the two are identical (``tests/test_runner_ray.py`` checks both).
+
 Workers must reach the slides and the run directory by the same paths (one machine, or a
 shared file system) and have pathgls installed.
 """
@@ -15,7 +27,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pathgls.errors import ConfigError, PathGLSError
@@ -27,27 +41,45 @@ from pathgls.types import ScoreCard
 log = logging.getLogger(__name__)
 
 
+#: CPUs (and torch intra-op threads) of one worker actor.
+CPUS_PER_WORKER = 1
+
+
 class _Worker:
     """A Ray actor: the run's models, loaded once, and one item at a time."""
 
     def __init__(self, config: RunConfig, run_dir: str, hare: bool) -> None:
+        import torch
+
         from pathgls.runner.pipeline import load_models
 
+        # Ray sets OMP_NUM_THREADS=1 only when the environment has none; be explicit
+        torch.set_num_threads(CPUS_PER_WORKER)
         self.config = config
         self.store = ResultsStore(run_dir)
-        self.models = load_models(config, hare=hare)
+        self.error: Exception | None = None
+        self.models: Any = None
+        try:
+            self.models = load_models(config, hare=hare)
+        except PathGLSError as e:  # raised again in the driver, with its own type
+            self.error = e
 
-    def describe(self) -> dict[str, Any]:
-        return self.models.describe()
+    def describe(self) -> tuple[dict[str, Any] | None, Exception | None]:
+        """The models' description, or the error that kept them from loading."""
+        if self.error is not None:
+            return None, self.error
+        return self.models.describe(), None
 
-    def evaluate(self, task: Task) -> tuple[str, list[dict[str, Any]]]:
+    def evaluate(self, task: Task) -> list[dict[str, Any]]:
         from pathgls.runner.pipeline import evaluate_item
 
+        if self.error is not None:
+            raise self.error
         item, subjects = task
         cards = evaluate_item(
             item=item, models=self.models, config=self.config, store=self.store, subjects=subjects
         )
-        return item.item_id, [c.to_dict() for c in cards]
+        return [c.to_dict() for c in cards]
 
 
 def _import_ray() -> Any:
@@ -71,25 +103,37 @@ def run_ray(
 ) -> dict[str, Any]:
     """Evaluate ``tasks`` on Ray actors; returns the models' description (for the manifest).
 
+    The description has one more key than the local executor's, ``ray``: the number of
+    workers, the seconds until all of them had loaded the models (``startup_s``, counted from
+    the call, Ray's own start included when it is started here) and the workers replaced.
+
     Args:
         tasks: Items and the subjects still to do on each.
         config: The run's settings (shipped to every actor).
         store: The run directory (workers write bags, caches and grounding maps there).
         on_result: Called in the driver with each item's ScoreCards, as they finish.
-        address: A running cluster (``ray://host:10001``, ``auto``); None starts a local Ray
-            instance for this run and stops it afterwards.
+        address: A running cluster (``ray://host:10001``, ``auto``), connected to for this run;
+            None starts a local Ray instance for this run and stops it afterwards. A Ray
+            already initialised in this process is used as it is, and left so.
         workers: Number of actors (default: the cluster's CPUs, or GPUs when encoding on GPUs,
-            at most the number of tasks).
+            at most the number of tasks and of the CPUs or GPUs the cluster has).
 
     Raises:
         ConfigError: Ray is not installed, or the cluster cannot be reached.
-        PathGLSError: a worker could not load the models.
+        ModelNotFoundError, ConfigError, PathGLSError: a worker could not load the models.
     """
     ray = _import_ray()
     if not tasks:
         return {}
-    started_here = not ray.is_initialized() and address is None
-    if not ray.is_initialized():
+    t0 = time.perf_counter()
+    # a local instance started here is stopped afterwards; a cluster connected to here is
+    # only disconnected from (ray.shutdown leaves a cluster running)
+    initialised_here = not ray.is_initialized()
+    if initialised_here:
+        options: dict[str, Any] = {}
+        if address is None and workers:
+            # a local instance honours the workers asked for, even above the cores
+            options["num_cpus"] = max(workers * CPUS_PER_WORKER, os.cpu_count() or 1)
         try:
             ray.init(
                 address=address,
@@ -98,14 +142,24 @@ def run_ray(
                 log_to_driver=False,
                 # workers import the same pathgls as the driver (editable installs included)
                 runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}},
+                **options,
             )
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise ConfigError(f"cannot start or reach Ray at {address or 'local'}: {e}") from e
     try:
-        return _run(ray, tasks, config, store, on_result, workers)
+        return _run(ray, tasks, config, store, on_result, workers, t0)
     finally:
-        if started_here:
+        if initialised_here:
             ray.shutdown()
+
+
+def _first_line(error: BaseException) -> str:
+    """``Type: first line of the message``; a task's error is told by what it raised."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _run(
@@ -115,23 +169,136 @@ def _run(
     store: ResultsStore,
     on_result: ResultFn,
     workers: int | None,
+    t0: float,
 ) -> dict[str, Any]:
+    from pathgls.runner.pipeline import failed_cards
+
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0)) if config.encoder is not None else 0
     cpus = max(1, int(resources.get("CPU", os.cpu_count() or 1)))
-    n = workers or (gpus if gpus else cpus)
+    available = gpus if gpus else max(1, cpus // CPUS_PER_WORKER)
+    n = workers or available
+    if n > available:
+        # an actor asking for more than the cluster has would wait forever
+        log.warning(
+            "%d Ray workers asked for, the cluster has %d %s: using %d",
+            n,
+            available,
+            "GPUs" if gpus else "CPUs",
+            available,
+        )
+        n = available
     n = max(1, min(n, len(tasks)))
-    actor_cls = ray.remote(num_cpus=1, num_gpus=1 if gpus else 0)(_Worker)
+    actor_cls = ray.remote(num_cpus=CPUS_PER_WORKER, num_gpus=1 if gpus else 0)(_Worker)
     hare = any(item.reference is not None for item, _ in tasks)
-    actors = [actor_cls.remote(config, str(store.root), hare) for _ in range(n)]
+    args = (config, str(store.root), hare)
+    actors = [actor_cls.remote(*args) for _ in range(n)]
     try:
-        description = ray.get(actors[0].describe.remote())
-    except ray.exceptions.RayActorError as e:
+        description = _describe(ray, actors)
+        startup_s = time.perf_counter() - t0
+        replaced = _schedule(
+            ray,
+            tasks=tasks,
+            actors=actors,
+            new_actor=lambda: actor_cls.remote(*args),
+            on_result=on_result,
+            on_lost=lambda task, why: on_result(
+                task[0],
+                failed_cards(
+                    item=task[0], subjects=task[1], error=why, config=config, models=description
+                ),
+            ),
+        )
+    finally:
+        for a in actors:
+            ray.kill(a)
+    return description | {"ray": {"workers": n, "startup_s": startup_s, "replaced": replaced}}
+
+
+def _describe(ray: Any, actors: list[Any]) -> dict[str, Any]:
+    """The models' description once every actor has loaded them.
+
+    Raises:
+        PathGLSError (its own subclass): an actor could not load the models.
+    """
+    try:
+        answers = ray.get([a.describe.remote() for a in actors])
+    except ray.exceptions.RayError as e:
         raise PathGLSError(f"a Ray worker could not load the run's models: {e}") from e
-    by_id = {item.item_id: item for item, _ in tasks}
-    pool = ray.util.ActorPool(actors)
-    for item_id, cards in pool.map_unordered(lambda a, t: a.evaluate.remote(t), list(tasks)):
-        on_result(by_id[item_id], [ScoreCard.from_dict(c) for c in cards])
-    for a in actors:
-        ray.kill(a)
-    return description
+    for _description, error in answers:
+        if error is not None:
+            raise error
+    return answers[0][0]
+
+
+def _schedule(
+    ray: Any,
+    *,
+    tasks: Sequence[Task],
+    actors: list[Any],
+    new_actor: Callable[[], Any],
+    on_result: ResultFn,
+    on_lost: Callable[[Task, str], None],
+) -> int:
+    """Keep every actor busy until all tasks are done; returns how many actors were replaced.
+
+    A dead actor's task is lost (``on_lost``) and the actor replaced, at most ``len(actors)``
+    times in all; a replacement gets tasks once it has loaded the models. ``actors`` is
+    updated in place (dead ones out, replacements in), so the caller can kill what is left.
+    """
+    pending: deque[Task] = deque(tasks)
+    idle = list(actors)
+    in_flight: dict[Any, tuple[Any, Task]] = {}
+    loading: dict[Any, Any] = {}  # describe() of a replacement → the replacement
+    replacements_left = len(actors)
+    replaced = 0
+
+    def drop(actor: Any) -> None:
+        nonlocal replacements_left, replaced
+        actors.remove(actor)
+        ray.kill(actor)
+        if replacements_left and pending:
+            replacements_left -= 1
+            replaced += 1
+            fresh = new_actor()
+            actors.append(fresh)
+            loading[fresh.describe.remote()] = fresh
+
+    while pending or in_flight:
+        while idle and pending:
+            actor, task = idle.pop(), pending.popleft()
+            in_flight[actor.evaluate.remote(task)] = (actor, task)
+        if not in_flight and not loading:  # every worker died and none may be replaced
+            why = "not evaluated: every Ray worker of the run died (see the errors above)"
+            while pending:
+                on_lost(pending.popleft(), why)
+            break
+        (ref,), _ = ray.wait([*in_flight, *loading], num_returns=1)
+        if ref in loading:
+            actor = loading.pop(ref)
+            try:
+                _, error = ray.get(ref)
+            except ray.exceptions.RayError as e:
+                error = e
+            if error is None:
+                idle.append(actor)
+            else:
+                log.warning("a replacement Ray worker failed to start: %s", _first_line(error))
+                actors.remove(actor)
+                ray.kill(actor)
+            continue
+        actor, task = in_flight.pop(ref)
+        try:
+            cards = ray.get(ref)
+        except ray.exceptions.RayActorError as e:
+            log.warning("Ray worker died on %s: %s", task[0].item_id, _first_line(e))
+            on_lost(task, f"the Ray worker evaluating this item died: {_first_line(e)}")
+            drop(actor)
+            continue
+        except ray.exceptions.RayError as e:  # the task raised; the worker is alive
+            on_lost(task, f"the Ray task evaluating this item failed: {_first_line(e)}")
+            idle.append(actor)
+            continue
+        idle.append(actor)
+        on_result(task[0], [ScoreCard.from_dict(c) for c in cards])
+    return replaced
