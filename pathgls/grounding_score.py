@@ -18,13 +18,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import torch
 from PIL import Image
 
 from pathgls.bags import BagMeta, open_bag
 from pathgls.config import GroundingConfig
 from pathgls.encoders.base import Encoder, resolve_device
 from pathgls.encoders.highres import encode_highres, window_coords
-from pathgls.errors import EncoderMismatchError, GroundingError, MissingResolutionError
+from pathgls.errors import (
+    ConfigError,
+    EncoderMismatchError,
+    GroundingError,
+    MissingResolutionError,
+)
 from pathgls.grounding import (
     SimilarityResult,
     get_calibration,
@@ -33,6 +39,7 @@ from pathgls.grounding import (
     window_boxes,
 )
 from pathgls.grounding_text import (
+    FoilEmbeddings,
     TargetSelection,
     encode_phrases,
     load_foils,
@@ -307,6 +314,7 @@ def ground(
     config: GroundingConfig | None = None,
     keep_patch_max: bool = False,
     foils: list[str] | None = None,
+    foil_embeddings: FoilEmbeddings | None = None,
 ) -> GroundingResult:
     """S_g of a report's entities on a bag or ROI, with the encoder's text tower.
 
@@ -317,6 +325,8 @@ def ground(
         config: Grounding settings (calibration, templates, types, chunking).
         keep_patch_max: Keep per-patch similarities of every entity (heat maps).
         foils: Foil phrases for ``foil-rank`` (default: ``config.foils`` or the built-in bank).
+        foil_embeddings: The foil bank already embedded with this encoder and the config's
+            templates (a run scoring many reports encodes it once); overrides ``foils``.
 
     Returns:
         A :class:`GroundingResult`; its score is *missing* (value None, with the reason) when
@@ -356,14 +366,26 @@ def ground(
     phrases = [t.phrase for t in selection.targets]
     chosen_foils: list[str] = []
     if cfg.calibration == "foil-rank":
-        bank = foils if foils is not None else load_foils(cfg.foils or None)
+        if foil_embeddings is not None:
+            _check_foil_embeddings(foil_embeddings, encoder, cfg)
+            bank = foil_embeddings.foils
+        else:
+            bank = foils if foils is not None else load_foils(cfg.foils or None)
         chosen_foils = unrelated_foils(bank, selection.targets)
         if len(chosen_foils) < cfg.min_foils:
             return missing(
                 f"only {len(chosen_foils)} foil phrases are unrelated to the report "
                 f"(min_foils={cfg.min_foils}); add foils or use another calibration"
             )
-    queries = encode_phrases(encoder, phrases + chosen_foils, templates=cfg.templates)
+    if foil_embeddings is not None and chosen_foils:
+        queries = torch.cat(
+            [
+                encode_phrases(encoder, phrases, templates=cfg.templates),
+                foil_embeddings.rows(chosen_foils),
+            ]
+        )
+    else:
+        queries = encode_phrases(encoder, phrases + chosen_foils, templates=cfg.templates)
     sim = max_similarity(
         queries=queries,
         windows=source.windows,
@@ -402,6 +424,14 @@ def ground(
         foils=chosen_foils,
         source=source.describe(),
     )
+
+
+def _check_foil_embeddings(fe: FoilEmbeddings, encoder: Encoder, cfg: GroundingConfig) -> None:
+    if fe.encoder_name != encoder.name or fe.templates != tuple(cfg.templates):
+        raise ConfigError(
+            f"foil embeddings were made with encoder {fe.encoder_name!r} and templates "
+            f"{fe.templates}, not {encoder.name!r} and {tuple(cfg.templates)}"
+        )
 
 
 def _split(sim: SimilarityResult, m: int) -> tuple[SimilarityResult, SimilarityResult | None]:

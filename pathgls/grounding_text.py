@@ -176,6 +176,36 @@ def encode_phrases(
     return mean / mean.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
+class FoilEmbeddings:
+    """The foil bank embedded once per encoder and templates, for scoring many reports.
+
+    The whole bank is encoded in one call the first time it is needed, so every report of a
+    run is calibrated against the same foil vectors, whatever order the reports come in.
+    """
+
+    def __init__(self, encoder: Encoder, *, templates: tuple[str, ...], foils: list[str]) -> None:
+        self.encoder_name = encoder.name
+        self.templates = tuple(templates)
+        self.foils = list(dict.fromkeys(foils))
+        self._encoder: Encoder | None = encoder
+        self._rows: dict[str, torch.Tensor] | None = None
+
+    def rows(self, chosen: list[str]) -> torch.Tensor:
+        """``(len(chosen), D)`` embeddings of foils from the bank.
+
+        Raises:
+            KeyError: a phrase that is not in the bank.
+        """
+        if self._rows is None:
+            assert self._encoder is not None
+            emb = encode_phrases(self._encoder, self.foils, templates=self.templates)
+            self._rows = dict(zip(self.foils, emb, strict=True))
+            self._encoder = None  # the vectors are all that is needed from now on
+        if not chosen:
+            return torch.zeros((0, 0), dtype=torch.float32)
+        return torch.stack([self._rows[f] for f in chosen])
+
+
 def load_foils(path: str | Path | None = None) -> list[str]:
     """Foil phrases from a file (one per line, ``#`` comments); the built-in bank by default.
 

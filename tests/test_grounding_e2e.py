@@ -297,3 +297,36 @@ def test_heatmap_painting_is_exact() -> None:
     )
     assert full[0, 0].tolist() == [0, 0, 0] and full[19, 39].tolist() == [255, 255, 255]
     assert full[0, 39].tolist() == [200, 200, 200]  # no patch there: the thumbnail shows
+
+
+def test_foil_embeddings_encode_the_bank_once_and_agree(cmu_bag, models, entities) -> None:
+    from pathgls.config import GroundingConfig
+    from pathgls.errors import ConfigError
+    from pathgls.grounding_text import FoilEmbeddings, load_foils
+
+    enc = _encoder(models["a"])
+    cfg = GroundingConfig()
+    calls: list[int] = []
+    real = enc.encode_text
+
+    def counting(texts):
+        calls.append(len(texts))
+        return real(texts)
+
+    enc.encode_text = counting
+    bank = FoilEmbeddings(enc, templates=tuple(cfg.templates), foils=load_foils())
+    with open_bag_source(cmu_bag) as src:
+        plain = ground(entities=entities, encoder=enc, source=src, config=cfg)
+        calls.clear()
+        first = ground(entities=entities, encoder=enc, source=src, foil_embeddings=bank)
+        second = ground(entities=entities, encoder=enc, source=src, foil_embeddings=bank)
+    n_bank = len(bank.foils) * len(cfg.templates)
+    n_targets = len(plain.score.evidence["entities"]) * len(cfg.templates)
+    # the bank once, then only the report's phrases for each report
+    assert calls == [n_targets, n_bank, n_targets]
+    assert first.score.value == second.score.value
+    assert first.score.value == pytest.approx(plain.score.value, abs=1e-6)
+    assert first.foils == plain.foils
+    other = FoilEmbeddings(enc, templates=("a photo of {}.",), foils=load_foils())
+    with open_bag_source(cmu_bag) as src, pytest.raises(ConfigError, match="templates"):
+        ground(entities=entities, encoder=enc, source=src, foil_embeddings=other)

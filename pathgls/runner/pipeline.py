@@ -45,6 +45,7 @@ class Models:
     encoder: Any | None
     subjects: dict[str, Subject]
     hare: Any | None = None
+    foils: Any | None = None  # FoilEmbeddings: the foil bank embedded once per worker
 
     def describe(self) -> dict[str, Any]:
         """Model names, ids and revisions (for the manifest and the ScoreCards)."""
@@ -81,11 +82,16 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
     from pathgls.subjects import build_subject
     from pathgls.text import build_extractor
 
-    encoder = None
+    encoder = foils = None
     if config.encoder is not None:
         from pathgls.encoders import build_encoder
+        from pathgls.grounding_text import FoilEmbeddings, load_foils
 
         encoder = build_encoder(config.pipeline.encoder)
+        gc = config.pipeline.grounding
+        if gc.calibration == "foil-rank":
+            bank = load_foils(gc.foils or None)
+            foils = FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
     hare_models = None
     if hare:
         from pathgls.hare import build_hare_models
@@ -98,6 +104,7 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
         encoder=encoder,
         subjects={s: build_subject(s, config.subject) for s in config.subjects},
         hare=hare_models,
+        foils=foils,
     )
 
 
@@ -425,6 +432,7 @@ def _grounding(
             source=source,
             config=cfg,
             keep_patch_max=keep,
+            foil_embeddings=models.foils,
         )
         if keep and res.score.value is not None:
             values = {
