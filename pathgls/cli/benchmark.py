@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from pathgls.cli.common import fail, run_logging
+from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.errors import PathGLSError
 
 Arg = typer.Argument
@@ -72,27 +72,6 @@ def build_run_config(
         seed=seed,
         mpp=mpp,
         nli=nli,
-    )
-
-
-def progress_bar(console: Console) -> Any:
-    """A rich progress bar for a run (item × subject pairs)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
     )
 
 

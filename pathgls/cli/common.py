@@ -12,6 +12,14 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from pathgls.errors import PathGLSError
 
@@ -20,6 +28,18 @@ def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoRet
     """Print an error (no traceback: these are the user's input problems) and exit."""
     console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def progress_bar(console: Console) -> Progress:
+    """The progress bar of long commands: description, bar, done/total, elapsed, remaining."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
 
 
 @contextlib.contextmanager

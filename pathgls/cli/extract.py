@@ -10,16 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from pathgls.cli.common import fail, run_logging
+from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.config import load_config, save_effective_config
 from pathgls.errors import PathGLSError
 
@@ -103,15 +95,7 @@ def extract(
                 "its features prove wiring only, never report them as results"
             )
         t0 = time.perf_counter()
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
+        with progress_bar(console) as progress:
             overall = progress.add_task("slides", total=len(paths))
             current = progress.add_task("patches", total=None)
 

@@ -372,25 +372,15 @@ def _evaluate_subject(
     assert run.score is not None
     modules: dict[str, ModuleScore] = {"stability": run.score}
     original = run.analyzed.get("original")
-    if original is None:
-        card = ScoreCard(
-            item_id=item.item_id,
-            inputs=inputs,
-            reports=run.reports,
-            modules=modules,
-            timings=timings,
-            errors=errors,
-        )
-        card.timings["total"] = time.perf_counter() - t_start
-        return card
-    with _timed(timings, "logic"):
-        modules["logic"] = logic_score(report=original, nli=models.nli, config=config.logic)
-    with _timed(timings, "grounding"):
-        modules["grounding"] = _grounding(item, subject, original, prep, models, config, store)
-    if item.reference is not None and models.hare is not None:
-        with _timed(timings, "hare"):
-            modules["hare"] = _hare(item.reference, run.reports["original"].text, models.hare)
-    inputs["status"] = "partial" if errors else "ok"
+    if original is not None:  # no original report: nothing else to score, the card fails
+        with _timed(timings, "logic"):
+            modules["logic"] = logic_score(report=original, nli=models.nli, config=config.logic)
+        with _timed(timings, "grounding"):
+            modules["grounding"] = _grounding(item, subject, original, prep, models, config, store)
+        if item.reference is not None and models.hare is not None:
+            with _timed(timings, "hare"):
+                modules["hare"] = _hare(item.reference, run.reports["original"].text, models.hare)
+        inputs["status"] = "partial" if errors else "ok"
     card = ScoreCard(
         item_id=item.item_id,
         inputs=inputs,
@@ -400,7 +390,8 @@ def _evaluate_subject(
         warnings=list(prep.warnings),
         errors=errors,
     )
-    card = gate_scorecard(card, fusion=config.fusion, gate=config.gate)
+    if original is not None:
+        card = gate_scorecard(card, fusion=config.fusion, gate=config.gate)
     card.timings["total"] = time.perf_counter() - t_start
     return card
 
