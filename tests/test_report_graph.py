@@ -134,3 +134,21 @@ def test_logic_and_entities_cli(tmp_path: Path, shared_data: Path) -> None:
     assert res.exit_code == 2 and "no such file" in res.output
     res = CliRunner().invoke(app, ["logic", str(rep), "--nli", "nope"])
     assert res.exit_code == 2 and "unknown NLI backend" in res.output
+
+
+def test_draw_graph_labels_every_relation_between_two_entities() -> None:
+    from pathgls.types import Entity, Relation, ReportGraph
+
+    g = ReportGraph(
+        entities=[
+            Entity(text="glands", type="finding", start=0, end=6),
+            Entity(text="adenocarcinoma", type="diagnosis", start=10, end=24),
+        ],
+        relations=[
+            Relation(head=0, tail=1, type="modifier_of"),
+            Relation(head=0, tail=1, type="supports"),
+        ],
+    )
+    ax = draw_graph(g)
+    texts = {t.get_text() for t in ax.texts}
+    assert "modifier_of, supports" in texts

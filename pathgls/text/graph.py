@@ -64,11 +64,14 @@ def draw_graph(
     Returns:
         The matplotlib axes.
     """
-    import matplotlib.pyplot as plt
-
     g = to_networkx(graph)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(10, 7))
+    if ax is None:  # a figure of its own, outside pyplot's global state
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(10, 7))
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
     keep = [(u, v, k) for u, v, k in g.edges(keys=True) if k in edge_types]
     h = nx.MultiDiGraph()
     h.add_nodes_from(g.nodes(data=True))
@@ -98,7 +101,9 @@ def draw_graph(
             ax.scatter(*pos[i], s=700, facecolors="none", edgecolors="black", linestyle="--")
     nx.draw_networkx_labels(h, pos, labels=labels, ax=ax, font_size=8)
     nx.draw_networkx_edges(h, pos, ax=ax, arrows=True, alpha=0.5)
-    edge_labels = {(u, v): k for u, v, k in keep}
+    edge_labels: dict[tuple[int, int], str] = {}
+    for u, v, k in keep:  # every relation between two entities, not only the last one
+        edge_labels[(u, v)] = f"{edge_labels[(u, v)]}, {k}" if (u, v) in edge_labels else k
     nx.draw_networkx_edge_labels(h, pos, edge_labels=edge_labels, ax=ax, font_size=7)
     ax.set_axis_off()
     return ax
