@@ -350,3 +350,12 @@ def test_patch_views_need_an_encoder(tmp_path: Path) -> None:
     )
     assert res.exit_code == 2 and "--encoder" in res.output
     assert not (tmp_path / "o" / "scorecards").exists()
+
+
+def test_benchmark_exits_one_when_nothing_could_be_evaluated(tmp_path: Path) -> None:
+    src = link(tmp_path / "slides", SLIDES / "broken.svs")
+    res = CliRunner().invoke(
+        app, ["benchmark", str(src), "--subject", "captioner", "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 1 and "no item could be evaluated" in res.output
+    assert ResultsStore(tmp_path / "o").status("captioner", "broken") == "failed"

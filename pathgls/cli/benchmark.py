@@ -147,6 +147,7 @@ def benchmark(
 
     Each (slide, subject) gets a ScoreCard in OUT/scorecards/; a rerun skips finished ones.
     Bad slides and failing subjects are recorded with their reasons; the others complete.
+    Exits 1 when no item at all could be evaluated, 2 on a usage or model error.
     """
     console = Console(stderr=True)
     try:
@@ -173,6 +174,9 @@ def benchmark(
     except PathGLSError as e:
         fail(console, e)
     report_run(result, console)
+    if result.planned and not (result.counts.get("ok") or result.counts.get("partial")):
+        console.print("[red]no item could be evaluated[/] (see the errors log)")
+        raise typer.Exit(1)
 
 
 def evaluate(
