@@ -359,3 +359,27 @@ def test_benchmark_exits_one_when_nothing_could_be_evaluated(tmp_path: Path) -> 
     )
     assert res.exit_code == 1 and "no item could be evaluated" in res.output
     assert ResultsStore(tmp_path / "o").status("captioner", "broken") == "failed"
+
+
+def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) -> None:
+    rois = sorted(TILES.glob("*level0*.png"))[:4]
+    src = link(tmp_path / "rois", *rois)
+    dead = "openai:http://127.0.0.1:9/v1#never"
+    config = RunConfig(
+        subjects=(dead, "captioner"),
+        subject=SubjectConfig(max_retries=0, timeout_s=2),
+        subject_failure_limit=2,
+    )
+    result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
+    cards = {
+        (c.inputs["subject"], c.item_id): c for c in ResultsStore(tmp_path / "run").load_cards()
+    }
+    order = [p.stem for p in sorted(src.iterdir())]
+    tried = [cards[(dead, i)].errors[0] for i in order[:2]]
+    skipped = [cards[(dead, i)].errors[0] for i in order[2:]]
+    assert all(e.startswith("generation failed (original)") for e in tried)
+    assert all(
+        e.startswith("subject skipped: its original report failed on the last 2") for e in skipped
+    )
+    assert all(cards[("captioner", i)].inputs["status"] == "ok" for i in order)
+    assert result.counts == {"ok": 4, "partial": 0, "failed": 4}

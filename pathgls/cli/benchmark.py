@@ -35,6 +35,8 @@ SeedOpt = Annotated[int, Opt(help="Generation and stain seed.")]
 MppOpt = Annotated[float | None, Opt(help="Level-0 µm/px for slides without resolution metadata.")]
 NliOpt = Annotated[str, Opt(help="NLI for the Logic score: rules or hf:<dir>.")]
 ConfigOpt = Annotated[Path | None, Opt(help="TOML pipeline config (tiling, encoder, grounding).")]
+TimeoutOpt = Annotated[float, Opt(help="Seconds one subject request may take (openai).")]
+RetriesOpt = Annotated[int, Opt(help="Retries of a failed subject request (openai).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +55,8 @@ def build_run_config(
     mpp: float | None,
     nli: str,
     config: Path | None,
+    subject_timeout: float = 120.0,
+    subject_retries: int = 3,
 ) -> Any:
     """The :class:`RunConfig` of the command-line options.
 
@@ -61,6 +65,7 @@ def build_run_config(
     """
     from pathgls.config import load_config
     from pathgls.runner.config import RunConfig
+    from pathgls.subjects.base import SubjectConfig
     from pathgls.subjects.views import ViewConfig
 
     return RunConfig(
@@ -72,6 +77,7 @@ def build_run_config(
         seed=seed,
         mpp=mpp,
         nli=nli,
+        subject=SubjectConfig(timeout_s=subject_timeout, max_retries=subject_retries),
     )
 
 
@@ -142,6 +148,8 @@ def benchmark(
     mpp: MppOpt = None,
     nli: NliOpt = "rules",
     config: ConfigOpt = None,
+    subject_timeout: TimeoutOpt = 120.0,
+    subject_retries: RetriesOpt = 3,
 ) -> None:
     """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
 
@@ -160,6 +168,8 @@ def benchmark(
             mpp=mpp,
             nli=nli,
             config=config,
+            subject_timeout=subject_timeout,
+            subject_retries=subject_retries,
         )
         result = execute(
             source=slides,
@@ -195,6 +205,8 @@ def evaluate(
     mpp: MppOpt = None,
     nli: NliOpt = "rules",
     config: ConfigOpt = None,
+    subject_timeout: TimeoutOpt = 120.0,
+    subject_retries: RetriesOpt = 3,
 ) -> None:
     """Evaluate one slide or ROI and print its ScoreCard(s) as JSON."""
     import dataclasses
@@ -217,6 +229,8 @@ def evaluate(
             mpp=mpp,
             nli=nli,
             config=config,
+            subject_timeout=subject_timeout,
+            subject_retries=subject_retries,
         )
         (work,) = discover(item)
         if reference is not None:

@@ -42,6 +42,10 @@ class RunConfig:
     hare: bool = True
     # Keep per-entity patch similarities for heat maps (grounding/<subject>/<item>.npz).
     keep_grounding_maps: bool = True
+    # A subject whose original report failed on this many items in a row is skipped for the
+    # rest of the run (each worker counts its own; its items fail with the reason and a rerun
+    # tries them again), so a dead endpoint does not cost its timeout on every item. 0: never.
+    subject_failure_limit: int = 3
     # Section configs.
     logic: LogicConfig = field(default_factory=LogicConfig)
     stability: StabilityConfig = field(default_factory=StabilityConfig)
@@ -60,6 +64,10 @@ class RunConfig:
             raise ConfigError(
                 f"the {self.view.kind} view picks patches from the slide's feature bag: give "
                 "--encoder, or use --view thumbnail"
+            )
+        if self.subject_failure_limit < 0:
+            raise ConfigError(
+                f"subject_failure_limit must be >= 0, got {self.subject_failure_limit}"
             )
         if self.mpp is not None and not self.mpp > 0:
             raise ConfigError(f"mpp must be > 0, got {self.mpp}")

@@ -46,6 +46,8 @@ class Models:
     subjects: dict[str, Subject]
     hare: Any | None = None
     foils: Any | None = None  # FoilEmbeddings: the foil bank embedded once per worker
+    # subject → errors of its latest consecutive items without an original report
+    subject_failures: dict[str, list[str]] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         """Model names, ids and revisions (for the manifest and the ScoreCards)."""
@@ -328,11 +330,26 @@ def evaluate_item(
         return [_failed(item, s, models, config, error, {}) for s in names]
     cards = []
     for s in names:
+        failures = models.subject_failures.setdefault(s, [])
+        limit = config.subject_failure_limit
+        if limit and len(failures) >= limit:
+            error = (
+                f"subject skipped: its original report failed on the last {len(failures)} "
+                f"items (last error: {failures[-1]}); rerun to try it again"
+            )
+            cards.append(_failed(item, s, models, config, error, prep.timings))
+            continue
         try:
-            cards.append(_evaluate_subject(item, s, prep, models, config, store))
+            card = _evaluate_subject(item, s, prep, models, config, store)
         except Exception as e:
             error = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
-            cards.append(_failed(item, s, models, config, error, prep.timings))
+            card = _failed(item, s, models, config, error, prep.timings)
+        lost = [e for e in card.errors if e.startswith("generation failed (original)")]
+        if lost:
+            failures.append(lost[0].splitlines()[0])
+        elif card.inputs.get("status") in ("ok", "partial"):
+            failures.clear()
+        cards.append(card)
     return cards
 
 
