@@ -217,7 +217,7 @@ def gate(
     if not run_dir.is_dir():
         fail(console, f"{run_dir}: not a directory")
     out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, Any]] = []
     errors = 0
     # a benchmark run keeps its cards in RUN_DIR/scorecards (next to manifest, summary, caches)
     search = run_dir / "scorecards" if (run_dir / "scorecards").is_dir() else run_dir
@@ -253,7 +253,7 @@ def gate(
     raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
-def card_row(card: Any, *, file: str = "") -> dict[str, str]:
+def card_row(card: Any, *, file: str = "") -> dict[str, Any]:
     """A gated card as a table/CSV row; a card whose report could not be produced is ``failed``."""
     inputs = card.inputs if isinstance(card.inputs, dict) else {}
     subject = inputs.get("subject") or ""
@@ -272,14 +272,16 @@ def card_row(card: Any, *, file: str = "") -> dict[str, str]:
         "route": route,
         "reasons": " | ".join(reasons),
         "first_reason": reasons[0] if reasons else "",
+        "top_reasons": reasons[:2],
     }
 
 
-def print_gate_table(rows: list[dict[str, str]]) -> None:
+def print_gate_table(rows: list[dict[str, Any]]) -> None:
     colour = {"deploy": "green", "review": "yellow", "reject": "red", "failed": "magenta"}
     table = Table()
-    for col in ("item", "subject", "S_g", "S_l", "S_s", "trust", "route", "reason"):
+    for col in ("item", "subject", "S_g", "S_l", "S_s", "trust", "route"):
         table.add_column(col)
+    table.add_column("reasons", ratio=1, overflow="fold")
     for r in rows:
         table.add_row(
             escape(r["item_id"]),
@@ -289,6 +291,7 @@ def print_gate_table(rows: list[dict[str, str]]) -> None:
             r["stability"] or "—",
             r["trust"] or "—",
             f"[{colour[r['route']]}]{r['route']}[/]",
-            escape(r["first_reason"]),
+            # the deciding reason and the first piece of evidence behind it
+            escape("\n".join(r.get("top_reasons") or [r["first_reason"]])),
         )
     Console().print(table)
