@@ -9,13 +9,13 @@ on an 8× downsampled copy, ties broken by position, so the same ROIs every time
 Pipeline: the demo's — subjects ``captioner`` and ``captioner-obedient``, MiniLM embedder,
 lexicon extractor, rules NLI — with an image-text encoder so that tiling/encoding and grounding
 run: by default a CLIP of PLIP's full architecture (ViT-B/32 at 224 px, 12-layer 512-wide text
-tower, 512-d space; :func:`pathgls.testing.save_random_hf_clip` ``size="plip"``, with OpenAI
-CLIP's BPE tokenizer as PLIP has, see :func:`save_plip_random`) with RANDOM weights written at
+tower, 512-d space, OpenAI CLIP's BPE tokenizer as PLIP has;
+:func:`pathgls.testing.save_random_hf_clip` ``size="plip"``) with RANDOM weights written at
 run time (no weights are downloaded): its timings are real, no score of it is a result and
 none is printed. ``--encoder none`` runs without (grounding reported missing).
 On these ROIs the captioners' reports name one visual entity (nuclear features) and no
-diagnosis: Grounding runs (the entity and ~100 foil phrases of its ``foil-rank`` calibration
-through the text tower, per report), Logic has nothing to check; ``--entities`` adds a third
+diagnosis: Grounding runs (the entity through the text tower per report; the ~100 foil
+phrases of its ``foil-rank`` calibration once per worker), Logic has nothing to check; ``--entities`` adds a third
 subject that replays a fixed report with several entities and a diagnosis for every item.
 
 Runs, each in a fresh child process (this script, hidden ``--child`` mode) and a fresh run
@@ -98,46 +98,10 @@ PER_SUBJECT = (
 
 
 def save_plip_random(directory: Path) -> Path:
-    """PLIP's architecture with random weights and the real CLIP BPE tokenizer.
-
-    :func:`pathgls.testing.save_random_hf_clip` (``size="plip"``) writes the model with a
-    byte-level tokenizer without merges (one token per character: 2.6× the tokens of CLIP's
-    BPE on the grounding phrases, which would inflate the text tower's time). Its tokenizer is
-    replaced by OpenAI CLIP's BPE (PLIP's), rebuilt from the merges that open_clip ships, and
-    the text config's special-token ids are set to that tokenizer's.
-    """
-    import gzip
-
-    import open_clip.tokenizer as oc_tokenizer
-    from transformers import CLIPConfig, CLIPTokenizer
-
+    """PLIP's architecture (CLIP ViT-B/32, CLIP BPE tokenizer) with random weights."""
     from pathgls.testing import save_random_hf_clip
 
-    out = save_random_hf_clip(directory, size="plip", seed=0)
-    with gzip.open(oc_tokenizer.default_bpe(), "rt", encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    merges = lines[1 : 49152 - 256 - 2 + 1]  # as open_clip's SimpleTokenizer (and OpenAI's)
-    alphabet = list(oc_tokenizer.bytes_to_unicode().values())
-    vocab = [*alphabet, *(c + "</w>" for c in alphabet), *("".join(m.split()) for m in merges)]
-    vocab += ["<|startoftext|>", "<|endoftext|>"]
-    with tempfile.TemporaryDirectory() as tmp:
-        vocab_file, merges_file = Path(tmp) / "vocab.json", Path(tmp) / "merges.txt"
-        vocab_file.write_text(json.dumps({v: i for i, v in enumerate(vocab)}))
-        merges_file.write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
-        tokenizer = CLIPTokenizer(
-            str(vocab_file), str(merges_file), pad_token="<|endoftext|>", model_max_length=77
-        )
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        (out / name).unlink(missing_ok=True)
-    tokenizer.save_pretrained(out)
-    config = CLIPConfig.from_pretrained(out)
-    if config.text_config.vocab_size != len(tokenizer):
-        raise SystemExit(f"vocab sizes differ: {config.text_config.vocab_size} {len(tokenizer)}")
-    config.text_config.bos_token_id = tokenizer.bos_token_id
-    config.text_config.eos_token_id = tokenizer.eos_token_id
-    config.text_config.pad_token_id = tokenizer.pad_token_id
-    config.save_pretrained(out)
-    return out
+    return save_random_hf_clip(directory, size="plip", seed=0)
 
 
 def cut_rois(n: int, out_dir: Path) -> list[Path]:

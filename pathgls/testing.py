@@ -87,6 +87,33 @@ def _clip_tokenizer(max_length: int) -> Any:
     return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=max_length)
 
 
+def _openai_clip_tokenizer(max_length: int) -> Any:
+    """OpenAI CLIP's BPE tokenizer (PLIP's), rebuilt offline from the merges open_clip ships."""
+    import gzip
+    import json
+    import tempfile
+
+    import open_clip.tokenizer as oc_tokenizer
+    from transformers import CLIPTokenizer
+
+    with gzip.open(oc_tokenizer.default_bpe(), "rt", encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    merges = lines[1 : 49152 - 256 - 2 + 1]  # as open_clip's SimpleTokenizer (and OpenAI's)
+    alphabet = list(oc_tokenizer.bytes_to_unicode().values())
+    vocab = [*alphabet, *(c + "</w>" for c in alphabet), *("".join(m.split()) for m in merges)]
+    vocab += ["<|startoftext|>", "<|endoftext|>"]
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_file, merges_file = Path(tmp) / "vocab.json", Path(tmp) / "merges.txt"
+        vocab_file.write_text(json.dumps({v: i for i, v in enumerate(vocab)}))
+        merges_file.write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+        return CLIPTokenizer(
+            str(vocab_file),
+            str(merges_file),
+            pad_token="<|endoftext|>",
+            model_max_length=max_length,
+        )
+
+
 def save_random_hf_clip(
     directory: str | os.PathLike[str], *, size: Literal["tiny", "plip"] = "tiny", seed: int = 0
 ) -> Path:
@@ -106,7 +133,9 @@ def save_random_hf_clip(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     spec = _HF_SIZES[size]
-    tokenizer = _clip_tokenizer(77)
+    # plip: the real CLIP BPE, so text-tower timings see real token counts (bytes alone are
+    # 2.6× the tokens on pathology phrases); tiny: a byte-level tokenizer without merges
+    tokenizer = _openai_clip_tokenizer(77) if size == "plip" else _clip_tokenizer(77)
     text = {
         **spec["text"],
         "vocab_size": spec["vocab_size"] or len(tokenizer),
