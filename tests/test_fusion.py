@@ -300,3 +300,17 @@ def test_cli_reads_run_scorecards_and_lists_failed_items(tmp_path: Path) -> None
     assert rows["s1"]["route"] == "deploy"
     assert rows["broken"]["route"] == "failed" and rows["broken"]["trust"] == ""
     assert rows["broken"]["reasons"] == "SlideOpenError: broken.svs: not a slide"
+
+
+def test_cli_reference_penalties_flag(tmp_path: Path) -> None:
+    # S_l = 0.4 < 0.5: trust 0.4·0.9 + 0.3·0.4 + 0.3·0.9 = 0.75 deploys without the penalty,
+    # and 0.75 × 0.6 = 0.45 is rejected with it
+    _write(tmp_path / "a.json", "s1", (0.9, 0.4, 0.9))
+    plain = CliRunner().invoke(_app(), ["gate", str(tmp_path)])
+    assert plain.exit_code == 0, plain.output
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), "--reference-penalties"])
+    assert res.exit_code == 1, res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["route"] == "reject" and row["trust"] == "0.450"
+    assert "reference penalty: logic" in row["reasons"]

@@ -124,6 +124,7 @@ def _configs(
     weights: str | None,
     flags: dict[str, float | None],
     floors: list[str],
+    reference_penalties: bool = False,
 ) -> tuple[Any, Any]:
     """FusionConfig and GateConfig from the config file, overridden by the flags given."""
     from pathgls.fusion import FusionConfig, GateConfig
@@ -132,6 +133,8 @@ def _configs(
     fusion = dict(file["fusion"])
     if weights is not None:
         fusion["weights"] = parse_weights(weights)
+    if reference_penalties:
+        fusion["reference_penalties"] = True
     gate = dict(file["gate"])
     gate.update({k: v for k, v in flags.items() if v is not None})
     gate["floors"] = {**gate.get("floors", {}), **parse_floors(floors)}
@@ -193,6 +196,13 @@ def gate(
             "the flags above override it."
         ),
     ] = None,
+    reference_penalties: Annotated[
+        bool,
+        Opt(
+            help="The PathGLS reference code's extra penalties (trust ×0.6 when S_l < 0.5, "
+            "×0.8 when S_g < 0.25); not in the paper, off by default."
+        ),
+    ] = False,
     csv_path: Annotated[
         Path | None, Opt("--csv", help="CSV of the decisions (default RUN_DIR/gate.csv).")
     ] = None,
@@ -211,6 +221,7 @@ def gate(
             weights=weights,
             flags={"deploy": deploy, "review": review, "min_coverage": min_coverage},
             floors=floor or [],
+            reference_penalties=reference_penalties,
         )
     except ConfigError as e:
         fail(console, e)
