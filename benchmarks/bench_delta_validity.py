@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--include-zeros", action="store_true", help="keep expert score 0 pairs")
     args = ap.parse_args(argv)
 
-    from pathgls.embedders import build_embedder
-    from pathgls.stability import StabilityConfig, make_delta
+    from pathgls.stability.delta import StabilityConfig, make_delta
     from pathgls.text import analyze_report, build_extractor
+    from pathgls.text.embedders import build_embedder
 
     with open(args.tsv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))

@@ -36,7 +36,7 @@ def main() -> None:
 
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder, encode_highres
-    from pathgls.extract import extract_slide
+    from pathgls.features.extract import extract_slide
     from pathgls.testing import save_random_hf_clip
     from pathgls.tiling import make_grid, open_slide, stream_patches
 

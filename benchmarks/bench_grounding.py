@@ -121,7 +121,7 @@ def unchunked(queries: np.ndarray, windows: np.ndarray) -> tuple[np.ndarray, np.
 
 def chunked(queries: np.ndarray, windows: object) -> tuple[np.ndarray, np.ndarray]:
     """``max_similarity`` (default chunking); argmax as flat window index patch·W + window."""
-    from pathgls.grounding import max_similarity
+    from pathgls.grounding.similarity import max_similarity
 
     r = max_similarity(queries=queries, windows=windows)
     return r.max_similarity, r.best_patch * r.n_windows + r.best_window
@@ -209,7 +209,7 @@ def _default_chunk() -> int:
     """``max_similarity``'s default ``chunk_windows`` (what the benchmark measures)."""
     import inspect
 
-    from pathgls.grounding import max_similarity
+    from pathgls.grounding.similarity import max_similarity
 
     return int(inspect.signature(max_similarity).parameters["chunk_windows"].default)
 

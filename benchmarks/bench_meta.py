@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(2)
-    from pathgls.meta import correlate, read_expert_table, scatter_plot
-    from pathgls.metrics import MetricContext, compute_metrics
+    from pathgls.meta.correlate import correlate, read_expert_table, scatter_plot
+    from pathgls.meta.metrics import MetricContext, compute_metrics
 
     rows, notes = read_expert_table(args.tsv)
     refs = [r.reference for r in rows]
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore")
         for name in METRICS:
             if name == "hare":  # time HARE's own work only: its models are loaded first
-                from pathgls.hare import build_hare_models
+                from pathgls.hare.models import build_hare_models
 
                 ctx.get("hare_models", build_hare_models)
             t = time.perf_counter()

@@ -15,8 +15,9 @@ run time (no weights are downloaded): its timings are real, no score of it is a 
 none is printed. ``--encoder none`` runs without (grounding reported missing).
 On these ROIs the captioners' reports name one visual entity (nuclear features) and no
 diagnosis: Grounding runs (the entity through the text tower per report; the ~100 foil
-phrases of its ``foil-rank`` calibration once per worker), Logic has nothing to check; ``--entities`` adds a third
-subject that replays a fixed report with several entities and a diagnosis for every item.
+phrases of its ``foil-rank`` calibration once per worker), Logic has nothing to check;
+``--entities`` adds a third subject that replays a fixed report with several entities and a
+diagnosis for every item.
 
 Runs, each in a fresh child process (this script, hidden ``--child`` mode) and a fresh run
 directory, hence a fresh subject cache and the same work:

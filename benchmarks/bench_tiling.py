@@ -34,7 +34,7 @@ def build(size: int, workdir: Path) -> Path:
     import numpy as np
     import openslide
 
-    from pathgls.tiling.synthetic import tiled_source, write_aperio_pyramid
+    from pathgls.testing.synthetic import tiled_source, write_aperio_pyramid
 
     out = workdir / f"cmu-tiled-{size}.svs"
     if out.exists():
@@ -64,7 +64,7 @@ def _child(args: argparse.Namespace) -> None:
     from PIL import Image
 
     from pathgls.config import TilingConfig
-    from pathgls.memory import limit_heap_fragmentation
+    from pathgls.io.memory import limit_heap_fragmentation
     from pathgls.tiling import make_grid, open_slide, stream_patches
 
     limit_heap_fragmentation()  # as the `pathgls` command does at start

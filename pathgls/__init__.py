@@ -27,28 +27,28 @@ from typing import TYPE_CHECKING, Any
 # Public names → defining module. Imported on first use, so that `import pathgls` (and the
 # CLI's start) stays fast and torch is loaded only by what needs it.
 _LAZY = {
-    "FeatureBag": "pathgls.bags",
-    "read_bag": "pathgls.bags",
-    "validate_bag": "pathgls.bags",
+    "FeatureBag": "pathgls.features.bags",
+    "read_bag": "pathgls.features.bags",
+    "validate_bag": "pathgls.features.bags",
     "PathGLSConfig": "pathgls.config",
     "load_config": "pathgls.config",
     "build_encoder": "pathgls.encoders",
     "list_encoders": "pathgls.encoders",
-    "ExtractResult": "pathgls.extract",
+    "ExtractResult": "pathgls.features.extract",
     "analyze_report": "pathgls.text",
     "build_extractor": "pathgls.text",
     "build_nli": "pathgls.nli",
     "logic_score": "pathgls.logic",
     "score_logic": "pathgls.logic",
-    "extract_slide": "pathgls.extract",
+    "extract_slide": "pathgls.features.extract",
     "find_slides": "pathgls.tiling",
     "open_slide": "pathgls.tiling",
     "GroundingConfig": "pathgls.config",
-    "GroundingResult": "pathgls.grounding_score",
-    "WindowSource": "pathgls.grounding_score",
-    "ground": "pathgls.grounding_score",
-    "open_bag_source": "pathgls.grounding_score",
-    "roi_source": "pathgls.grounding_score",
+    "GroundingResult": "pathgls.grounding.score",
+    "WindowSource": "pathgls.grounding.sources",
+    "ground": "pathgls.grounding.score",
+    "open_bag_source": "pathgls.grounding.sources",
+    "roi_source": "pathgls.grounding.sources",
     "FusionConfig": "pathgls.fusion",
     "GateConfig": "pathgls.fusion",
     "fuse": "pathgls.fusion",
@@ -66,18 +66,13 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs
-    from pathgls.bags import FeatureBag, read_bag, validate_bag
     from pathgls.config import GroundingConfig, PathGLSConfig, load_config
     from pathgls.encoders import build_encoder, list_encoders
-    from pathgls.extract import ExtractResult, extract_slide
+    from pathgls.features.bags import FeatureBag, read_bag, validate_bag
+    from pathgls.features.extract import ExtractResult, extract_slide
     from pathgls.fusion import FusionConfig, GateConfig, fuse, gate_scorecard
-    from pathgls.grounding_score import (
-        GroundingResult,
-        WindowSource,
-        ground,
-        open_bag_source,
-        roi_source,
-    )
+    from pathgls.grounding.score import GroundingResult, ground
+    from pathgls.grounding.sources import WindowSource, open_bag_source, roi_source
     from pathgls.logic import logic_score, score_logic
     from pathgls.nli import build_nli
     from pathgls.runner.config import RunConfig

@@ -47,7 +47,7 @@ def cmu_40x(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Path:
     """A 3-level Aperio pyramid at 0.25 µm/px (40×) built from the CMU slide's real pixels."""
     import openslide
 
-    from pathgls.tiling.synthetic import upsampled_source, write_aperio_pyramid
+    from pathgls.testing.synthetic import upsampled_source, write_aperio_pyramid
 
     with openslide.OpenSlide(str(cmu_slide)) as s:
         w, h = s.dimensions

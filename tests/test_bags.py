@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from pathgls.bags import BagMeta, BagWriter, open_bag, partial_path, read_bag, validate_bag
 from pathgls.errors import BagError
+from pathgls.features.bags import BagMeta, BagWriter, open_bag, partial_path, read_bag, validate_bag
 
 N, W, D = 10, 9, 8
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pathgls.calibrate import (
+from pathgls.errors import PathGLSError
+from pathgls.meta.calibrate import (
     CalibrationError,
     ValidationRow,
     ablation,
@@ -16,7 +17,6 @@ from pathgls.calibrate import (
     thresholds_for_precision,
     weight_search,
 )
-from pathgls.errors import PathGLSError
 
 
 def _rows(g: np.ndarray, lo: np.ndarray, s: np.ndarray, label: np.ndarray) -> list[dict]:

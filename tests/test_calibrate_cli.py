@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pathgls.calibrate import read_labels, rows_from_cards
 from pathgls.cli import calibrate as calibrate_cli
 from pathgls.cli import gate as gate_cli
+from pathgls.meta.calibrate import read_labels, rows_from_cards
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ModuleScore, ScoreCard
 

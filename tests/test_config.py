@@ -79,6 +79,8 @@ def test_public_api_names_resolve_lazily() -> None:
     with pytest.raises(AttributeError):
         _ = pathgls.not_a_name
     # importing the package (and tiling) does not pull in torch
-    code = "import sys, pathgls, pathgls.tiling, pathgls.bags; print('torch' in sys.modules)"
+    code = (
+        "import sys, pathgls, pathgls.tiling, pathgls.features.bags; print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pathgls import data
 from pathgls.errors import SampleDataError, UnknownNameError
+from pathgls.io import samples as data
 
 FAKE_CONTENT = b"not a real slide, only bytes for the fake wheel\n"
 

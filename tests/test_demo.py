@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pathgls.cli.demo import link_inputs, real_encoder
-from pathgls.encoders import hub
+from pathgls.hub import store as hub
 from pathgls.testing import save_random_hf_clip
 
 

@@ -20,7 +20,6 @@ from pathgls.encoders import (
     Encoder,
     build_encoder,
     encode_highres,
-    hub,
     list_encoders,
     parse_encoder_spec,
     window_coords,
@@ -28,6 +27,7 @@ from pathgls.encoders import (
 )
 from pathgls.encoders.registry import SpecKind
 from pathgls.errors import ConfigError, EncoderError, ModelNotFoundError, UnknownNameError
+from pathgls.hub import store as hub
 from pathgls.testing import (
     load_conch_visual_reference,
     save_random_conch,

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from pathgls.bags import partial_path, read_bag, validate_bag
 from pathgls.cli import app
 from pathgls.config import load_config
 from pathgls.encoders import build_encoder
-from pathgls.extract import bag_path_for, extract_slide
+from pathgls.features.bags import partial_path, read_bag, validate_bag
+from pathgls.features.extract import bag_path_for, extract_slide
 from pathgls.tiling import make_grid, open_slide
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ _KILL_SCRIPT = textwrap.dedent(
     import os, signal, sys
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder
-    from pathgls.extract import extract_slide
+    from pathgls.features.extract import extract_slide
     slide, out, model, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     cfg = load_config(encoder={"name": "hf:" + model}, stream={"batch_size": 4})
     enc = build_encoder(cfg.encoder)

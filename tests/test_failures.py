@@ -1,4 +1,4 @@
-"""The failure-case notebook and its helpers (pathgls.failures) on real runs."""
+"""The failure-case notebook and its helpers (pathgls.inspect.failures) on real runs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from pathgls.attacks.prompts import DEFAULT_ATTACK
 from pathgls.cli import app
 from pathgls.errors import PathGLSError, UnknownNameError
-from pathgls.failures import (
+from pathgls.inspect.failures import (
     COLUMNS,
     NoScoreCardsError,
     attack_diff,

@@ -9,7 +9,8 @@ import torch
 
 from pathgls.config import GroundingConfig
 from pathgls.errors import ConfigError, EncoderMismatchError, GroundingError
-from pathgls.grounding import (
+from pathgls.grounding.score import ground
+from pathgls.grounding.similarity import (
     calibrate_foil_rank,
     calibrate_sigmoid,
     get_calibration,
@@ -17,8 +18,8 @@ from pathgls.grounding import (
     max_similarity,
     window_boxes,
 )
-from pathgls.grounding_score import WindowSource, check_encoder, ground, roi_source
-from pathgls.grounding_text import (
+from pathgls.grounding.sources import WindowSource, check_encoder, roi_source
+from pathgls.grounding.targets import (
     encode_phrases,
     load_foils,
     select_targets,

@@ -11,24 +11,18 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from pathgls.bags import read_bag
 from pathgls.cli import app
 from pathgls.config import load_config
 from pathgls.encoders import build_encoder
 from pathgls.errors import EncoderMismatchError
-from pathgls.extract import extract_slide
-from pathgls.geojson import grounding_geojson, qupath_geojson_problems
-from pathgls.grounding_score import (
-    RANDOM_WEIGHTS_WARNING,
-    ground,
-    load_roi_image,
-    open_bag_source,
-    read_slide_region,
-    roi_source,
-)
+from pathgls.features.bags import read_bag
+from pathgls.features.extract import extract_slide
+from pathgls.grounding.score import RANDOM_WEIGHTS_WARNING, ground
+from pathgls.grounding.sources import load_roi_image, open_bag_source, read_slide_region, roi_source
+from pathgls.inspect.geojson import grounding_geojson, qupath_geojson_problems
+from pathgls.inspect.viz import heatmap_overlay, paint_patches
 from pathgls.text import analyze_report, build_extractor
 from pathgls.tiling import open_slide
-from pathgls.viz import heatmap_overlay, paint_patches
 
 REPORT = (
     "Microscopic: sheets and nests of atypical cells with desmoplastic stroma and lymphocytes.\n"
@@ -83,7 +77,7 @@ def test_bag_grounding_locates_each_entity_where_the_bag_says(cmu_bag, models, e
     assert ev["negated"] == ["necrosis"]
     assert {s["text"] for s in ev["skipped"]} >= {"ER", "positive"}
     # recompute every entity's best window from the bag with plain numpy
-    from pathgls.grounding_text import encode_phrases
+    from pathgls.grounding.targets import encode_phrases
 
     q = encode_phrases(enc, phrases, templates=("an H&E image of {}.",)).numpy()
     win = bag.window_features.astype(np.float32)
@@ -302,7 +296,7 @@ def test_heatmap_painting_is_exact() -> None:
 def test_foil_embeddings_encode_the_bank_once_and_agree(cmu_bag, models, entities) -> None:
     from pathgls.config import GroundingConfig
     from pathgls.errors import ConfigError
-    from pathgls.grounding_text import FoilEmbeddings, load_foils
+    from pathgls.grounding.targets import FoilEmbeddings, load_foils
 
     enc = _encoder(models["a"])
     cfg = GroundingConfig()

@@ -20,28 +20,30 @@ import pytest
 import torch
 
 from pathgls.errors import ConfigError, ModelNotFoundError, UnknownNameError
-from pathgls.hare import (
-    HARE_SPECS,
-    EmptyReportWarning,
-    GraphRelations,
-    HareConfig,
-    HareEntity,
-    HareError,
-    HareInputError,
-    HareModels,
-    HareReport,
-    HareSpecs,
-    build_hare_models,
-    hare_score,
-    prepare_reports,
-    score_pairs,
-)
-from pathgls.hare_hf import (
+from pathgls.hare.hf import (
     HFCLSEmbedder,
     HFRelationClassifier,
     load_hare_re,
     load_hf_cls,
     mark_pair,
+)
+from pathgls.hare.metric import (
+    EmptyReportWarning,
+    HareConfig,
+    HareEntity,
+    HareError,
+    HareInputError,
+    HareReport,
+    hare_score,
+)
+from pathgls.hare.models import (
+    HARE_SPECS,
+    GraphRelations,
+    HareModels,
+    HareSpecs,
+    build_hare_models,
+    prepare_reports,
+    score_pairs,
 )
 from pathgls.testing import (
     save_random_re_classifier,

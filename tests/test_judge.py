@@ -22,7 +22,7 @@ from pathgls.baselines.judge import (
     parse_verdict,
 )
 from pathgls.errors import ConfigError
-from pathgls.llm_client import ChatClient
+from pathgls.llm.client import ChatClient
 
 MODEL = "tiny-judge"
 REFERENCE = (

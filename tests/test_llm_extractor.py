@@ -13,7 +13,7 @@ import pytest
 from chatserver import ChatServer, Reply, chat, chat_server
 
 from pathgls.errors import ConfigError
-from pathgls.llm_client import ChatClient, LLMError, chat_completions_url
+from pathgls.llm.client import ChatClient, LLMError, chat_completions_url
 from pathgls.text.base import ENTITY_TYPES, EXTRACTORS
 from pathgls.text.llm_extractor import AnswerError, LLMExtractor, locate, parse_answer
 from pathgls.text.sections import parse_report

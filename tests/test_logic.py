@@ -228,8 +228,8 @@ def references(shared_data: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_lexicon_rules_on_real_reports(references: list[str]) -> None:
+    from pathgls.meta.perturb import swap_diagnosis
     from pathgls.nli import build_nli
-    from pathgls.perturb import swap_diagnosis
     from pathgls.text import build_extractor
 
     ext, nli = build_extractor("lexicon"), build_nli("rules")

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pathgls.dxalign import NO_DIAGNOSIS, candidate_dx_text, diagnoses, dxalign_scores
-from pathgls.meta import MetaError, correlate, read_expert_table, scatter_plot, sensitivity
+from pathgls.baselines.dxalign import NO_DIAGNOSIS, candidate_dx_text, diagnoses, dxalign_scores
+from pathgls.meta.correlate import (
+    MetaError,
+    correlate,
+    read_expert_table,
+    scatter_plot,
+    sensitivity,
+)
 from pathgls.text import analyze_report, build_extractor
 
 
@@ -128,7 +134,7 @@ def test_metric_registry_and_meta_cli(shared_data, tmp_path) -> None:
 
     from pathgls.cli import app
     from pathgls.errors import UnknownNameError
-    from pathgls.metrics import compute_metrics
+    from pathgls.meta.metrics import compute_metrics
 
     rows, _ = read_expert_table(shared_data / "expert_scores" / "hare_expert_dev.tsv")
     rows = [r for r in rows if r.expert > 0][:12]

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pathgls.cli import app
-from pathgls.perturb import (
+from pathgls.meta.perturb import (
     CONTROL,
     LOGIC_ERRORS,
     apply_set,
@@ -76,7 +76,7 @@ def test_graph_json_roundtrip_and_networkx(analyzed, tmp_path: Path) -> None:
 def test_perturbations_are_scorer_free_and_targeted() -> None:
     import ast
 
-    import pathgls.perturb as p
+    import pathgls.meta.perturb as p
 
     tree = ast.parse(Path(p.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -18,7 +18,7 @@ from pathgls.attacks.prompts import (
 )
 from pathgls.cli import app
 from pathgls.errors import ConfigError, UnknownNameError
-from pathgls.stability import (
+from pathgls.stability.delta import (
     StabilityConfig,
     embedding_delta,
     entity_delta,
@@ -27,7 +27,7 @@ from pathgls.stability import (
     nli_delta,
     stability_score,
 )
-from pathgls.stability_run import run_stability
+from pathgls.stability.run import run_stability
 from pathgls.subjects import SubjectCache, SubjectError, build_subject
 from pathgls.subjects.captioner import Captioner, adopted_diagnosis, measure
 from pathgls.subjects.views import View, ViewConfig, diverse_patches, montage, slide_view
@@ -43,7 +43,7 @@ def extractor():
 
 @pytest.fixture(scope="module")
 def embedder():
-    from pathgls.embedders import build_embedder
+    from pathgls.text.embedders import build_embedder
 
     return build_embedder("minilm")
 
@@ -302,7 +302,7 @@ def test_cli_attack_and_stability(tiles_dir, tmp_path) -> None:
 def test_montage_and_patches_views_from_a_bag(cmu_slide, tmp_path, extractor, embedder) -> None:
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder
-    from pathgls.extract import extract_slide
+    from pathgls.features.extract import extract_slide
     from pathgls.testing import save_random_hf_clip
 
     clip = save_random_hf_clip(tmp_path / "clip", size="tiny")
@@ -314,7 +314,7 @@ def test_montage_and_patches_views_from_a_bag(cmu_slide, tmp_path, extractor, em
     assert mont.images[0].shape == (1024, 1024, 3) and len(set(mont.patch_indices)) == 4
     pv = slide_view(cmu_slide, bag=bag, config=ViewConfig(kind="patches", k=4))
     assert pv.patch_indices == mont.patch_indices and len(pv.images) == 4
-    from pathgls.bags import read_bag
+    from pathgls.features.bags import read_bag
 
     coords = read_bag(bag, windows=False).coords
     x, y = coords[pv.patch_indices[0]]

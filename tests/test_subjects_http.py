@@ -18,7 +18,7 @@ from chatserver import ChatServer, Reply, chat, chat_server
 from PIL import Image
 
 from pathgls.errors import ConfigError
-from pathgls.llm_client import LLMError
+from pathgls.llm.client import LLMError
 from pathgls.subjects.base import SUBJECTS, Subject, SubjectConfig, SubjectError
 from pathgls.subjects.cache import SubjectCache, cached_generate
 from pathgls.subjects.openai import OpenAISubject  # importing registers openai:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pathgls.tiling.synthetic import (
+from pathgls.testing.synthetic import (
     tiled_source,
     upsampled_source,
     write_aperio_pyramid,

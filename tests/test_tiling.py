@@ -307,7 +307,7 @@ def test_mask_size_is_capped_for_huge_slides(cmu_slide: Path) -> None:
 def test_heap_tuning_applies_on_glibc() -> None:
     import platform
 
-    from pathgls.memory import limit_heap_fragmentation
+    from pathgls.io.memory import limit_heap_fragmentation
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt tuning is glibc-only")

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathgls.errors import ConfigError, UnknownNameError
+from pathgls.io.resources import resource
 
-DEFAULT_LIBRARY = Path(__file__).resolve().parents[1] / "resources" / "prompts.toml"
+DEFAULT_LIBRARY = resource("prompts.toml")
 #: The attack of the PathGLS paper, used when none is named.
 DEFAULT_ATTACK = "false-malignant-history"
 #: The six fields of the structured report, in order.

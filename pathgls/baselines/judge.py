@@ -1,6 +1,6 @@
 """LLM-as-judge rubric baseline: a chat model compares a candidate report with a reference.
 
-The judge (any OpenAI-compatible endpoint, through :class:`~pathgls.llm_client.ChatClient`) sees
+The judge (any OpenAI-compatible endpoint, through :class:`~pathgls.llm.client.ChatClient`) sees
 the reference report and the candidate report and scores the candidate on four criteria of our
 own rubric (:data:`CRITERIA`):
 
@@ -20,7 +20,7 @@ strings (``"3"``, ``"3/4"``), booleans, objects, fractions and out-of-range valu
 — and ``reasoning`` a string. Unknown keys and nesting (``{"scores": {...}}``) are rejected too.
 An invalid reply is sent back with a short correction naming every problem, up to
 ``max_retries_invalid`` times; a sample still invalid after that, or whose request failed
-(:class:`~pathgls.llm_client.LLMError` after the client's own HTTP retries), is counted in
+(:class:`~pathgls.llm.client.LLMError` after the client's own HTTP retries), is counted in
 ``n_failed`` with its reason in ``errors`` — never replaced by an invented score.
 
 **Sampling.** ``n_samples`` independent judgements are asked for, sample ``i`` with seed
@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from pathgls.errors import ConfigError, PathGLSError
-from pathgls.llm_client import ChatClient, LLMError, chat_completions_url
+from pathgls.llm.client import ChatClient, LLMError, chat_completions_url
 from pathgls.text.llm_extractor import ChatCompleter
 from pathgls.types import ModuleScore
 

@@ -55,7 +55,7 @@ def _root(
 
 def main() -> None:
     """Console-script entry point."""
-    from pathgls.memory import limit_heap_fragmentation
+    from pathgls.io.memory import limit_heap_fragmentation
 
     limit_heap_fragmentation()
     app()

@@ -34,8 +34,8 @@ def stain(
 ) -> None:
     """Macenko stain perturbation: H and E concentrations scaled by seeded U(0.7, 1.3) factors."""
     from pathgls.attacks.stain import perturb_stain
-    from pathgls.grounding_score import load_roi_image
-    from pathgls.viz import save_png
+    from pathgls.grounding.sources import load_roi_image
+    from pathgls.inspect.viz import save_png
 
     console = Console(stderr=True)
     try:
@@ -110,14 +110,14 @@ def _run(
     cache_dir: Path | None,
     mpp: float | None,
 ) -> Any:
-    from pathgls.embedders import build_embedder
-    from pathgls.grounding_score import load_roi_image
-    from pathgls.stability import StabilityConfig
-    from pathgls.stability_run import run_stability
+    from pathgls.grounding.sources import load_roi_image
+    from pathgls.stability.delta import StabilityConfig
+    from pathgls.stability.run import run_stability
     from pathgls.subjects import build_subject
     from pathgls.subjects.cache import SubjectCache
     from pathgls.subjects.views import View, ViewConfig, slide_view
     from pathgls.text import build_extractor
+    from pathgls.text.embedders import build_embedder
 
     cfg = StabilityConfig(delta=delta)
     subj = build_subject(subject)

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pathgls.calibrate import (
+from pathgls.cli.common import fail
+from pathgls.errors import ConfigError, PathGLSError
+from pathgls.meta.calibrate import (
     MODULES,
     AblationRow,
     CalibrationError,
@@ -26,8 +28,6 @@ from pathgls.calibrate import (
     trust_scores,
     weight_search,
 )
-from pathgls.cli.common import fail
-from pathgls.errors import ConfigError, PathGLSError
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -256,7 +256,7 @@ def calibrate(
         )
     if out is None:
         return
-    from pathgls.atomic import write_text_atomic
+    from pathgls.io.atomic import write_text_atomic
 
     try:
         text = calibration_toml(

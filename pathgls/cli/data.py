@@ -1,4 +1,4 @@
-"""``pathgls data``: list and fetch the real sample files (see :mod:`pathgls.data`)."""
+"""``pathgls data``: list and fetch the real sample files (see :mod:`pathgls.io.samples`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pathgls import data as sample_data
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io import samples as sample_data
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

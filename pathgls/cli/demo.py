@@ -33,7 +33,7 @@ def real_encoder(name: str = DEMO_ENCODER) -> tuple[str | None, str]:
     Random-weight test models (marked by :func:`pathgls.testing.mark_random`) never count: the
     demo shows no score of a random model.
     """
-    from pathgls.encoders import hub
+    from pathgls.hub import store as hub
 
     repo, _ = hub.repo_for(name)
     location = hub.find_model(repo)
@@ -67,7 +67,7 @@ def demo(
     """Fetch the sample slide and IHC image, score two subjects on them, gate the reports."""
     from pathgls.cli.benchmark import execute, report_run
     from pathgls.cli.gate import card_row, print_gate_table
-    from pathgls.data import fetch_sample
+    from pathgls.io.samples import fetch_sample
     from pathgls.runner.config import RunConfig
     from pathgls.runner.store import ResultsStore
 

@@ -51,7 +51,7 @@ def extract(
 ) -> None:
     """Tile slides at --mag, encode HighRes windows, write one HDF5 feature bag per slide."""
     from pathgls.encoders import build_encoder
-    from pathgls.extract import ExtractResult, extract_slides
+    from pathgls.features.extract import ExtractResult, extract_slides
     from pathgls.tiling import find_slides
 
     console = Console(stderr=True)
@@ -74,7 +74,7 @@ def extract(
         if (slides is None) == (sample is None):
             fail(console, "give either SLIDES or --sample NAME")
         if sample is not None:
-            from pathgls.data import sample_path
+            from pathgls.io.samples import sample_path
 
             paths = [sample_path(sample)]
         else:
@@ -87,7 +87,7 @@ def extract(
         try:
             enc = build_encoder(cfg.encoder)
         except PathGLSError as e:
-            logging.getLogger("pathgls.extract").error("%s", e)
+            logging.getLogger("pathgls.features.extract").error("%s", e)
             fail(console, e)
         if enc.random_weights:
             console.print(

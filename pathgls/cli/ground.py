@@ -98,7 +98,7 @@ def ground(
             console=console,
         )
         if geojson is not None and result.score.value is not None:
-            from pathgls.geojson import grounding_geojson, write_geojson
+            from pathgls.inspect.geojson import grounding_geojson, write_geojson
 
             write_geojson(geojson, grounding_geojson(result.score.evidence))
             console.print(f"GeoJSON → {geojson}")
@@ -113,10 +113,8 @@ def ground(
 def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder
-    from pathgls.grounding_score import (
-        ground as ground_fn,
-    )
-    from pathgls.grounding_score import (
+    from pathgls.grounding.score import ground as ground_fn
+    from pathgls.grounding.sources import (
         load_roi_image,
         open_bag_source,
         read_slide_region,
@@ -137,7 +135,7 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
     enc_over: dict[str, Any] = {"device": kw["device"]} if kw["device"] else {}
     bag_path: Path | None = kw["bag"]
     if bag_path is not None and not kw["encoder"]:
-        from pathgls.bags import validate_bag
+        from pathgls.features.bags import validate_bag
 
         enc_over["name"] = validate_bag(bag_path).encoder
     elif kw["encoder"]:
@@ -230,7 +228,7 @@ def _slide_thumbnail(kw: dict[str, Any], src: Any) -> dict[str, Any]:
 
 
 def _draw(result: Any, thumb: dict[str, Any] | None, entity: str, out: Path) -> None:
-    from pathgls.viz import heatmap_overlay, save_png
+    from pathgls.inspect.viz import heatmap_overlay, save_png
 
     if result.score.value is None or thumb is None:
         raise PathGLSError(f"no heat map: {result.score.missing_reason}")

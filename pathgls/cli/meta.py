@@ -76,7 +76,8 @@ def hare(
     as_json: Annotated[bool, Opt("--json", help="One JSON object per pair.")] = False,
 ) -> None:
     """HARE: entity soft-F1 and relation F1 of candidates against references (offline models)."""
-    from pathgls.hare import HareConfig, build_hare_models, score_pairs
+    from pathgls.hare.metric import HareConfig
+    from pathgls.hare.models import build_hare_models, score_pairs
 
     console = Console(stderr=True)
     try:
@@ -132,8 +133,8 @@ def meta(
     """Correlate metrics with expert scores (published protocol) and print the table."""
     from dataclasses import asdict
 
-    from pathgls.meta import correlate, read_expert_table, scatter_plot
-    from pathgls.metrics import METRICS, compute_metrics
+    from pathgls.meta.correlate import correlate, read_expert_table, scatter_plot
+    from pathgls.meta.metrics import METRICS, compute_metrics
 
     console = Console(stderr=True)
     names = [m.strip() for m in metrics.split(",") if m.strip()]

@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
-from pathgls.encoders import hub, list_encoders
+from pathgls.encoders import list_encoders
 from pathgls.errors import PathGLSError
+from pathgls.hub import store as hub
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

@@ -2,7 +2,7 @@
 
 Build one with :func:`build_encoder` from an :class:`~pathgls.config.EncoderConfig`; weights are
 only ever read from local directories (``pathgls models pull`` fetches them, see
-:mod:`pathgls.encoders.hub`). Importing this package loads no model and touches no network;
+:mod:`pathgls.hub.store`). Importing this package loads no model and touches no network;
 transformers and open_clip are imported when an encoder is built.
 """
 

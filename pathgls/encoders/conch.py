@@ -40,14 +40,16 @@ import torch
 from torch import nn
 
 from pathgls.config import EncoderConfig
-from pathgls.encoders import hub
-from pathgls.encoders.base import ClipEncoder, resolve_device, resolve_precision, torch_dtype
+from pathgls.encoders.base import ClipEncoder
 from pathgls.encoders.openclip import find_checkpoint, make_open_clip_encoder
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError
+from pathgls.hub import store as hub
+from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
+from pathgls.io.resources import resource
 
 CONCH_REPO = "MahmoodLab/CONCH"
-CONFIG_FILE = Path(__file__).resolve().parents[1] / "resources" / "conch_ViT-B-16_open_clip.json"
+CONFIG_FILE = resource("conch_ViT-B-16_open_clip.json")
 TOKENIZER_FILES = ("tokenizer.json", "conch_byte_level_bpe_uncased.json")
 TRUNK_NORM_EPS = 1e-6  # timm ViT LayerNorm
 POOL_NORM_EPS = 1e-5  # CONCH's ln_contrast (torch default)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathgls.config import EncoderConfig
-from pathgls.encoders import hub
 from pathgls.encoders.base import Encoder
 from pathgls.encoders.hf_clip import load_hf_clip
 from pathgls.encoders.openclip import load_open_clip_arch, load_open_clip_dir
 from pathgls.encoders.registry import EncoderSpec, SpecKind, parse_encoder_spec, registered
+from pathgls.hub import store as hub
 
 
 def _location(spec: EncoderSpec, config: EncoderConfig) -> str:

@@ -13,17 +13,12 @@ from typing import Any
 import torch
 
 from pathgls.config import EncoderConfig
-from pathgls.encoders import hub
-from pathgls.encoders.base import (
-    ClipEncoder,
-    TorchPreprocess,
-    resolve_device,
-    resolve_precision,
-    torch_dtype,
-)
+from pathgls.encoders.base import ClipEncoder, TorchPreprocess
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError
-from pathgls.hf_loading import load_checked, saved_precision
+from pathgls.hub import store as hub
+from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
+from pathgls.hub.hf import load_checked, saved_precision
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,11 @@ from typing import Any
 import torch
 
 from pathgls.config import EncoderConfig
-from pathgls.encoders import hub
-from pathgls.encoders.base import ClipEncoder, TorchPreprocess, resolve_device, resolve_precision
+from pathgls.encoders.base import ClipEncoder, TorchPreprocess
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError, UnknownNameError
+from pathgls.hub import store as hub
+from pathgls.hub.device import resolve_device, resolve_precision
 
 # Weight files open_clip looks for in a directory, best first.
 _CHECKPOINT_NAMES = (

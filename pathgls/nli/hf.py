@@ -3,7 +3,7 @@
 The default model is ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli`` (DeBERTa-v3-base fine-tuned
 on MultiNLI, Fever-NLI and ANLI, the paper's backbone); ``pritamdeka/PubMedBERT-MNLI-MedNLI``
 (PubMedBERT fine-tuned on MNLI then MedNLI) is the biomedical alternative. Weights are read from
-local directories only (:mod:`pathgls.encoders.hub`: the models directory, then the Hugging Face
+local directories only (:mod:`pathgls.hub.store`: the models directory, then the Hugging Face
 cache); a missing model is a :class:`~pathgls.errors.ModelNotFoundError` that names the
 ``pathgls models pull hf:<repo>`` command.
 
@@ -28,10 +28,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from pathgls.encoders import hub
-from pathgls.encoders.base import resolve_device, resolve_precision, torch_dtype
 from pathgls.errors import ConfigError, EncoderError
-from pathgls.hf_loading import load_checked, model_max_length, saved_precision
+from pathgls.hub import store as hub
+from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
+from pathgls.hub.hf import load_checked, model_max_length, saved_precision
 from pathgls.nli.base import register_nli
 
 logger = logging.getLogger(__name__)

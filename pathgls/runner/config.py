@@ -9,7 +9,7 @@ from pathgls.config import PathGLSConfig
 from pathgls.errors import ConfigError
 from pathgls.fusion import FusionConfig, GateConfig
 from pathgls.logic import LogicConfig
-from pathgls.stability import StabilityConfig
+from pathgls.stability.delta import StabilityConfig
 from pathgls.subjects.base import SubjectConfig
 from pathgls.subjects.views import ViewConfig
 

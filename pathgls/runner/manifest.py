@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pathgls.atomic import write_text_atomic
+from pathgls.io.atomic import write_text_atomic
 
 #: Distributions whose versions change results; recorded in every manifest.
 PACKAGES = (

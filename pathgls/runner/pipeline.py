@@ -79,15 +79,15 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
         ModelNotFoundError: the encoder, NLI or embedder weights are not available locally.
         ConfigError / UnknownNameError: a bad spec.
     """
-    from pathgls.embedders import build_embedder
     from pathgls.nli import build_nli
     from pathgls.subjects import build_subject
     from pathgls.text import build_extractor
+    from pathgls.text.embedders import build_embedder
 
     encoder = foils = None
     if config.encoder is not None:
         from pathgls.encoders import build_encoder
-        from pathgls.grounding_text import FoilEmbeddings, load_foils
+        from pathgls.grounding.targets import FoilEmbeddings, load_foils
 
         encoder = build_encoder(config.pipeline.encoder)
         gc = config.pipeline.grounding
@@ -96,7 +96,7 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
             foils = FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
     hare_models = None
     if hare:
-        from pathgls.hare import build_hare_models
+        from pathgls.hare.models import build_hare_models
 
         hare_models = build_hare_models()
     return Models(
@@ -150,7 +150,7 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
 
 
 def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsStore) -> _Prepared:
-    from pathgls.grounding_score import load_roi_image, roi_source
+    from pathgls.grounding.sources import load_roi_image, roi_source
 
     timings: dict[str, float] = {}
     if item.kind == "roi":
@@ -188,7 +188,7 @@ def _prepare_slide(
     store: ResultsStore,
     timings: dict[str, float],
 ) -> _Prepared:
-    from pathgls.extract import bag_path_for, extract_slide
+    from pathgls.features.extract import bag_path_for, extract_slide
     from pathgls.subjects.views import slide_view
     from pathgls.tiling.resolution import plan_read
     from pathgls.tiling.slides import open_slide
@@ -362,7 +362,7 @@ def _evaluate_subject(
     store: ResultsStore,
 ) -> ScoreCard:
     from pathgls.logic import logic_score
-    from pathgls.stability_run import run_stability
+    from pathgls.stability.run import run_stability
     from pathgls.subjects.cache import SubjectCache
 
     t_start = time.perf_counter()
@@ -422,7 +422,8 @@ def _grounding(
     config: RunConfig,
     store: ResultsStore,
 ) -> ModuleScore:
-    from pathgls.grounding_score import ground, open_bag_source
+    from pathgls.grounding.score import ground
+    from pathgls.grounding.sources import open_bag_source
 
     if models.encoder is None:
         return ModuleScore(name="grounding", value=None, missing_reason=NO_ENCODER_REASON)
@@ -461,7 +462,7 @@ def _grounding(
 def _hare(reference: str, candidate: str, hare_models: Any) -> ModuleScore:
     import warnings
 
-    from pathgls.hare import score_pairs
+    from pathgls.hare.models import score_pairs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.atomic import write_bytes_atomic, write_text_atomic
 from pathgls.errors import PathGLSError
+from pathgls.io.atomic import write_bytes_atomic, write_text_atomic
 from pathgls.runner.items import slug
 from pathgls.types import ScoreCard
 

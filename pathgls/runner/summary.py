@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pathgls.atomic import write_via
 from pathgls.errors import ConfigError, PathGLSError
+from pathgls.io.atomic import write_via
 from pathgls.types import ScoreCard
 
 METRICS = ("grounding", "logic", "stability", "hare", "trust")
@@ -158,7 +158,7 @@ def summarise(
 
 
 def _atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
-    """Write ``path`` atomically (see :func:`pathgls.atomic.write_via`)."""
+    """Write ``path`` atomically (see :func:`pathgls.io.atomic.write_via`)."""
     try:
         return write_via(path, writer)
     except OSError as e:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.atomic import write_text_atomic
+from pathgls.io.atomic import write_text_atomic
 from pathgls.subjects.base import Subject, check_images
 
 

@@ -2,7 +2,7 @@
 
 The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor`` from local
 files only — a directory, or a repo id found in the models directory or the Hugging Face cache
-(:mod:`pathgls.encoders.hub`); a missing model is a :class:`~pathgls.errors.ModelNotFoundError`
+(:mod:`pathgls.hub.store`); a missing model is a :class:`~pathgls.errors.ModelNotFoundError`
 naming ``pathgls models pull hf:<repo>``. A model whose processor has no chat template is
 refused when it is loaded: the prompt format is the model's own, never guessed.
 
@@ -25,16 +25,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pathgls.encoders import hub
-from pathgls.encoders.base import (
-    ResolvedPrecision,
-    resolve_device,
-    resolve_precision,
-    torch_dtype,
-)
 from pathgls.encoders.registry import parse_encoder_spec
 from pathgls.errors import ConfigError, ModelNotFoundError
-from pathgls.hf_loading import load_checked
+from pathgls.hub import store as hub
+from pathgls.hub.device import ResolvedPrecision, resolve_device, resolve_precision, torch_dtype
+from pathgls.hub.hf import load_checked
 from pathgls.subjects.base import (
     Subject,
     SubjectConfig,

@@ -8,7 +8,7 @@ and sent as a PNG ``data:`` URL in one user message after the prompt text::
                                  {"type": "image_url", "image_url": {"url": "data:image/png;..."}}]}
 
 preceded by a system message when a system prompt is given. Requests, retries with backoff and
-API-key handling are :class:`pathgls.llm_client.ChatClient`'s: the key is read from the
+API-key handling are :class:`pathgls.llm.client.ChatClient`'s: the key is read from the
 environment variable ``SubjectConfig.api_key_env`` and never logged or shown in an error.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image
 
 from pathgls.errors import ConfigError
-from pathgls.llm_client import ChatClient, LLMError
+from pathgls.llm.client import ChatClient, LLMError
 from pathgls.subjects.base import (
     SubjectConfig,
     SubjectError,

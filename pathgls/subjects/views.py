@@ -101,7 +101,7 @@ def slide_view(
         SlideError: the slide cannot be read.
         BagError: the bag is invalid, or has no patch.
     """
-    from pathgls.bags import read_bag
+    from pathgls.features.bags import read_bag
     from pathgls.tiling.slides import open_slide
 
     cfg = config or ViewConfig()

@@ -424,7 +424,7 @@ def resolve_location(argument: str, *, models_dir: str | os.PathLike[str] | None
         ConfigError: the argument is neither a directory nor an ``org/name`` repo id.
         ModelNotFoundError: it is not available locally (the message says how to pull it).
     """
-    from pathgls.encoders import hub
+    from pathgls.hub import store as hub
 
     arg = argument.strip()
     if not arg:
@@ -462,9 +462,9 @@ def load_hf_ner(
     """
     from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
 
-    from pathgls.encoders import hub
-    from pathgls.encoders.base import resolve_device
-    from pathgls.hf_loading import load_checked, model_max_length
+    from pathgls.hub import store as hub
+    from pathgls.hub.device import resolve_device
+    from pathgls.hub.hf import load_checked, model_max_length
 
     label = name or f"hf-ner:{location}"
     torch_device = resolve_device(device)

@@ -44,10 +44,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pathgls.errors import PathGLSError
+from pathgls.io.resources import resource
 from pathgls.text.base import ENTITY_TYPES
 
 #: Folder of the lexicon shipped with pathgls.
-DEFAULT_LEXICON_DIR = Path(__file__).resolve().parents[1] / "resources" / "lexicon"
+DEFAULT_LEXICON_DIR = resource("lexicon")
 
 #: ``behavior`` of a diagnosis (also on metastasis and a few descriptors).
 BEHAVIORS = (

@@ -1,6 +1,6 @@
 """Entities (and relations) from a large language model: ``llm:<base_url>#<model>``.
 
-The report is sent to an OpenAI-compatible chat endpoint (:class:`~pathgls.llm_client.ChatClient`)
+The report is sent to an OpenAI-compatible chat endpoint (:class:`~pathgls.llm.client.ChatClient`)
 with our entity types and a JSON reply format; the answer is validated strictly:
 
 * it must be a JSON object with an ``entities`` list (``relations`` optional); every entity has a
@@ -8,7 +8,7 @@ with our entity types and a JSON reply format; the answer is validated strictly:
   ``uncertain`` are booleans when present; every relation joins two distinct entity indices with
   a type from :data:`RELATION_TYPES`;
 * a reply that breaks these rules is sent back with the reasons, up to ``max_retries`` times;
-  after that :class:`~pathgls.llm_client.LLMError` is raised;
+  after that :class:`~pathgls.llm.client.LLMError` is raised;
 * each entity is then located in the report (:func:`locate`): the first occurrence that does not
   overlap an earlier entity, matched exactly, else ignoring case, else ignoring case and runs of
   whitespace (overlapping occurrences only when there is no other, for nested mentions). The
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pathgls.errors import ConfigError
-from pathgls.llm_client import ChatClient, LLMError
+from pathgls.llm.client import ChatClient, LLMError
 from pathgls.text.base import ENTITY_TYPES, register_extractor
 from pathgls.text.sections import section_lookup
 from pathgls.types import Entity, Relation
@@ -235,7 +235,7 @@ class LLMExtractor:
     """Entity extractor asking a chat model for JSON (see the module docstring).
 
     Args:
-        client: A :class:`~pathgls.llm_client.ChatClient` (or anything with its ``complete``).
+        client: A :class:`~pathgls.llm.client.ChatClient` (or anything with its ``complete``).
         name: Name reported in results.
         max_retries: How often an invalid answer is sent back for correction.
         seed: Sampling seed sent with each request (None: none sent).

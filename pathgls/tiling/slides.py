@@ -6,8 +6,8 @@ import os
 import warnings
 from pathlib import Path
 
-from pathgls.checksums import file_sha256
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
+from pathgls.io.checksums import file_sha256
 from pathgls.tiling.readers import (
     IMAGE_EXTENSIONS,
     WSI_EXTENSIONS,

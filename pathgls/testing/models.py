@@ -18,7 +18,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from pathgls.encoders.hub import RANDOM_WEIGHTS_MARKER
+from pathgls.hub.store import RANDOM_WEIGHTS_MARKER
 
 _CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 _CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
@@ -421,7 +421,7 @@ def save_random_nli_classifier(
     """
     from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
-    from pathgls.hf_loading import quiet_loading
+    from pathgls.hub.hf import quiet_loading
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -628,7 +628,7 @@ def save_random_vlm(
         LlavaProcessor,
     )
 
-    from pathgls.hf_loading import quiet_loading
+    from pathgls.hub.hf import quiet_loading
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -774,7 +774,7 @@ def save_random_text_encoder(directory: str | os.PathLike[str], *, seed: int = 0
 
 def _save_tiny(model: Any, tokenizer: Any, out: Path) -> Path:
     """Save a tiny random model with its tokenizer and mark the directory as random weights."""
-    from pathgls.hf_loading import quiet_loading
+    from pathgls.hub.hf import quiet_loading
 
     with quiet_loading():
         model.save_pretrained(out)

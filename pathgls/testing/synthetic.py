@@ -608,7 +608,7 @@ def _description(
 ) -> str:
     w, h = spec.dims[0]
     props = {"AppMag": f"{mag:g}", "MPP": f"{mpp:.6g}", "Filename": name}
-    props["Generator"] = "pathgls.tiling.synthetic"
+    props["Generator"] = "pathgls.testing.synthetic"
     for k, v in (extra or {}).items():
         key = _clean(k).replace("=", "-")
         if not key or key in props:

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Literal
 
 from pathgls import __version__
-from pathgls.bags import BagMeta, BagWriter, validate_bag
 from pathgls.config import PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
+from pathgls.features.bags import BagMeta, BagWriter, validate_bag
 from pathgls.tiling import make_grid, open_slide, slide_sha256, stream_patches
 
-log = logging.getLogger("pathgls.extract")
+log = logging.getLogger("pathgls.features.extract")
 
 Status = Literal["done", "skipped", "failed"]
 #: Called with (patches done, patches total) after every batch.

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pathgls.embedders import TextEmbedder
 from pathgls.errors import ConfigError
-from pathgls.stability import diagnosis_text
+from pathgls.stability.delta import diagnosis_text
 from pathgls.text.analyze import AnalyzedReport, analyze_report
 from pathgls.text.base import EntityExtractor
+from pathgls.text.embedders import TextEmbedder
 
 NO_DIAGNOSIS = "no diagnosis"
 

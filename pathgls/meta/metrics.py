@@ -40,7 +40,7 @@ class MetricContext:
 
     @property
     def embedder(self) -> Any:
-        from pathgls.embedders import build_embedder
+        from pathgls.text.embedders import build_embedder
 
         return self.get("embedder", lambda: build_embedder(self.embedder_spec))
 
@@ -119,7 +119,7 @@ def _entity_f1(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) ->
 
 @METRICS.register("hare", description="HARE offline: lexicon entities, MiniLM, graph relations")
 def _hare(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
-    from pathgls.hare import build_hare_models, score_pairs
+    from pathgls.hare.models import build_hare_models, score_pairs
 
     models = ctx.get("hare_models", build_hare_models)
     return [r.score for r in score_pairs(references=refs, candidates=cands, models=models)]
@@ -127,7 +127,7 @@ def _hare(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list
 
 @METRICS.register("dxalign", description="DxAlign: candidate diagnosis vs reference (pathgls)")
 def _dxalign(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
-    from pathgls.dxalign import dxalign_scores
+    from pathgls.baselines.dxalign import dxalign_scores
 
     return [
         r.score

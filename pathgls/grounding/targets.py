@@ -23,6 +23,7 @@ import torch
 from pathgls.config import GroundingConfig
 from pathgls.encoders.base import Encoder
 from pathgls.errors import ConfigError
+from pathgls.io.resources import resource
 from pathgls.types import Entity
 
 #: Why entity types outside ``visual_types`` are not grounded.
@@ -37,7 +38,7 @@ SKIP_REASONS = {
     "lymph_node_involvement": "lymph node count: a summary over several slides",
 }
 _NUMERIC_GRADE = "numeric grade: a score, not a phrase an image encoder can ground"
-DEFAULT_FOILS = Path(__file__).resolve().parent / "resources" / "grounding_foils.txt"
+DEFAULT_FOILS = resource("grounding_foils.txt")
 
 #: Words too generic to make a foil "related" to a report.
 _GENERIC = frozenset(

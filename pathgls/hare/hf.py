@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pathgls.errors import ConfigError
-from pathgls.hare import HareConfig, HareError
+from pathgls.hare.metric import HareConfig, HareError
 from pathgls.text import AnalyzedReport
 from pathgls.text.base import ParsedReport
 from pathgls.types import Entity, Relation
@@ -204,9 +204,9 @@ def _load(model_class: Any, argument: str, scheme: str, what: str, device: str) 
 
     from transformers import AutoTokenizer
 
-    from pathgls.encoders import hub
-    from pathgls.encoders.base import resolve_device
-    from pathgls.hf_loading import quiet_loading
+    from pathgls.hub import store as hub
+    from pathgls.hub.device import resolve_device
+    from pathgls.hub.hf import quiet_loading
 
     arg, label = str(argument).strip(), f"{scheme}:{str(argument).strip()}"
     if arg.startswith(("/", ".", "~")) or (arg and Path(arg).expanduser().exists()):

@@ -124,7 +124,7 @@ def _item_image(card: ScoreCard, max_side: int) -> tuple[np.ndarray, tuple[int, 
     """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI."""
     from PIL import Image
 
-    from pathgls.grounding_score import load_roi_image
+    from pathgls.grounding.sources import load_roi_image
     from pathgls.tiling.slides import open_slide
 
     path = card.inputs.get("item")
@@ -213,7 +213,7 @@ def grounding_figure(
     """
     from matplotlib.figure import Figure
 
-    from pathgls.viz import plot_heatmap
+    from pathgls.inspect.viz import plot_heatmap
 
     g = card.modules.get("grounding")
     ents = list(g.evidence.get("entities") or []) if g is not None else []

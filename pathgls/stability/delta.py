@@ -35,9 +35,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pathgls.embedders import TextEmbedder
 from pathgls.errors import ConfigError
 from pathgls.text.analyze import AnalyzedReport
+from pathgls.text.embedders import TextEmbedder
 from pathgls.types import Entity, ModuleScore
 
 #: Median MiniLM cosine between reference reports of different cases (see the docstring).
@@ -228,7 +228,7 @@ def make_delta(
     """
     if config.delta == "embedding":
         if embedder is None:
-            raise ConfigError("the embedding Δ needs a text embedder (pathgls.embedders)")
+            raise ConfigError("the embedding Δ needs a text embedder (pathgls.text.embedders)")
 
         def emb(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
             ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pathgls.checksums import file_sha256
 from pathgls.errors import SampleDataError, UnknownNameError
+from pathgls.io.checksums import file_sha256
 
 #: Environment variable naming the sample-data cache directory.
 DATA_DIR_ENV = "PATHGLS_DATA_DIR"

@@ -18,7 +18,7 @@ import numpy as np
 from pathgls.attacks.prompts import DEFAULT_ATTACK, Prompt, PromptLibrary, load_prompt_library
 from pathgls.attacks.stain import StainConfig, perturb_stain
 from pathgls.errors import PathGLSError
-from pathgls.stability import StabilityConfig, make_delta, stability_score
+from pathgls.stability.delta import StabilityConfig, make_delta, stability_score
 from pathgls.subjects.base import Subject, SubjectError
 from pathgls.subjects.cache import SubjectCache, cached_generate
 from pathgls.subjects.views import View

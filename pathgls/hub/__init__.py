@@ -1,0 +1,8 @@
+"""Models on disk: where weights live, how they are pulled, and where they run.
+
+:mod:`.store` finds a model's local copy (models directory, then the Hugging Face cache) and
+pulls it explicitly; :mod:`.hf` loads Hugging Face checkpoints the same way everywhere;
+:mod:`.device` resolves ``auto`` devices and precisions. pathgls never downloads implicitly.
+
+May import: :mod:`pathgls.errors`, :mod:`pathgls.registry`, :mod:`pathgls.io`.
+"""

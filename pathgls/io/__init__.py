@@ -1,0 +1,4 @@
+"""Files in and out: atomic writes, checksums, the sample data, process memory tuning.
+
+Owns nothing about slides, models or scores. Imports only :mod:`pathgls.errors`.
+"""

@@ -1,0 +1,31 @@
+"""Which metric to believe, and how to weigh the modules: validation against experts.
+
+- :mod:`.correlate` — correlation with expert scores (the published protocol), sensitivity;
+- :mod:`.perturb` — controlled report perturbations for sensitivity tables;
+- :mod:`.metrics` — the registry of reference-based report metrics;
+- :mod:`.calibrate` — fusion weights, gate thresholds and ablation from labelled data.
+
+May import: every scoring stage (baselines, hare, fusion and below).
+"""
+
+from pathgls.meta.correlate import (
+    Correlation,
+    ExpertRow,
+    SensitivityRow,
+    SensitivityTable,
+    correlate,
+    read_expert_table,
+    scatter_plot,
+    sensitivity,
+)
+
+__all__ = [
+    "Correlation",
+    "ExpertRow",
+    "SensitivityRow",
+    "SensitivityTable",
+    "correlate",
+    "read_expert_table",
+    "scatter_plot",
+    "sensitivity",
+]

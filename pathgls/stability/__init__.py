@@ -1,0 +1,37 @@
+"""Stability, S_s: does a subject's report hold under a stain shift and a false prompt?
+
+- :mod:`.delta` — Δ backends (embedding, entity, NLI) between two reports and S_s itself;
+- :mod:`.run` — asking a subject under the three conditions and scoring its stability.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.text`, :mod:`pathgls.nli`,
+:mod:`pathgls.attacks`, :mod:`pathgls.subjects`.
+"""
+
+from pathgls.stability.delta import (
+    StabilityConfig,
+    comparison_texts,
+    diagnosis_text,
+    embedding_delta,
+    entity_delta,
+    finding_changes,
+    findings,
+    make_delta,
+    nli_delta,
+    stability_score,
+)
+from pathgls.stability.run import StabilityRun, run_stability
+
+__all__ = [
+    "StabilityConfig",
+    "StabilityRun",
+    "comparison_texts",
+    "diagnosis_text",
+    "embedding_delta",
+    "entity_delta",
+    "finding_changes",
+    "findings",
+    "make_delta",
+    "nli_delta",
+    "run_stability",
+    "stability_score",
+]
