@@ -1,14 +1,45 @@
-"""Exceptions raised by pathgls.
+"""Every exception and warning class pathgls defines, grouped by the stage that raises it.
 
 Every failure a user can cause (bad slide, missing model, wrong config) has its own type so
-that runners can record it per item and carry on with the rest of the run.
+that runners can record it per item and carry on with the rest of the run. Errors pathgls raises
+on purpose derive from :class:`PathGLSError`; those about a bad value also derive from
+``ValueError`` (and a missing name from ``KeyError``), so callers that catch the builtin keep
+working.
+
+The stage modules import their classes from here and keep them importable under their old
+names (``from pathgls.hare import HareError`` works as before). The one exception defined
+elsewhere is ``pathgls.llm.client._Transient``, a private retry signal inside ``ChatClient``
+that never leaves it.
+
+This module imports nothing from pathgls (it is the bottom floor).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# -- core ---------------------------------------------------------------------------------------
+
 
 class PathGLSError(Exception):
-    """Base class of every error pathgls raises on purpose."""
+    """Base class of every error pathgls raises on purpose.
+
+    Instances pickle with their attributes whatever their ``__init__`` asks for (the Ray executor
+    sends a worker's error to the driver, which raises it again with its own type).
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _restore, (type(self), self.args, self.__dict__)
+
+
+def _restore(cls: type[PathGLSError], args: tuple[Any, ...], state: dict[str, Any]) -> Exception:
+    """Rebuild an unpickled error without calling its ``__init__`` (keyword-only arguments)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigError(PathGLSError, ValueError):
@@ -20,6 +51,20 @@ class UnknownNameError(PathGLSError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
         return str(self.args[0]) if self.args else ""
+
+
+# -- io, hub ------------------------------------------------------------------------------------
+
+
+class SampleDataError(PathGLSError):
+    """Sample data could not be fetched or failed its checksum."""
+
+
+class ModelNotFoundError(PathGLSError):
+    """Model weights are not available locally (and pathgls never downloads implicitly)."""
+
+
+# -- tiling -------------------------------------------------------------------------------------
 
 
 class SlideError(PathGLSError):
@@ -50,20 +95,123 @@ class NoSlidesFoundError(SlideError):
     """A directory was given that holds no slide or image pathgls can read."""
 
 
-class ModelNotFoundError(PathGLSError):
-    """Model weights are not available locally (and pathgls never downloads implicitly)."""
-
-
-class EncoderError(PathGLSError):
-    """An encoder could not be built or used."""
+# -- features, encoders -------------------------------------------------------------------------
 
 
 class BagError(PathGLSError):
     """An HDF5 feature bag is invalid, incomplete or does not match what was asked."""
 
 
-class SampleDataError(PathGLSError):
-    """Sample data could not be fetched or failed its checksum."""
+class EncoderError(PathGLSError):
+    """An encoder could not be built or used."""
+
+
+# -- llm ----------------------------------------------------------------------------------------
+
+
+class LLMError(PathGLSError):
+    """A chat-completion request failed, or its answer could not be used.
+
+    Attributes:
+        status: HTTP status of the last failed request (None: no HTTP answer).
+        endpoint: URL that was asked.
+        model: Model name that was asked for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        endpoint: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.endpoint = endpoint
+        self.model = model
+
+
+class ReplyFormatError(ValueError):
+    """One model reply is not valid JSON or breaks the schema asked for; the message says how.
+
+    The JSON-chat loop (:func:`pathgls.llm.json_chat.ask_json`) sends the message back to the
+    model as a correction, so it must name what to fix. Only a ``ValueError`` (not a
+    :class:`PathGLSError`): it is the parser's answer to one reply, and the loop turns running out
+    of attempts into :class:`NoValidReplyError`.
+    """
+
+
+class NoValidReplyError(LLMError):
+    """Every attempt of the JSON-chat loop gave a reply that could not be used.
+
+    Attributes:
+        problem: Why the last reply was refused.
+        replies: Every raw reply, in order.
+        problems: Why each reply was refused, aligned with ``replies``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        replies: Sequence[str],
+        problems: Sequence[str],
+        endpoint: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message, endpoint=endpoint, model=model)
+        self.replies = tuple(replies)
+        self.problems = tuple(problems)
+        self.problem = self.problems[-1] if self.problems else ""
+
+    @property
+    def n_attempts(self) -> int:
+        """Requests made (one per reply)."""
+        return len(self.replies)
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+
+class LexiconError(PathGLSError, ValueError):
+    """A lexicon file is malformed or uses an unknown type, attribute key or value."""
+
+
+class NERModelError(PathGLSError):
+    """A token-classification model cannot be loaded or used for entity extraction."""
+
+
+class AnswerError(ReplyFormatError):
+    """An LLM extractor's answer is not valid JSON or breaks the entity schema."""
+
+
+# -- attacks, subjects --------------------------------------------------------------------------
+
+
+class StainInputError(PathGLSError, ValueError):
+    """Images or image ids given to a stain function are not what it needs."""
+
+
+class SubjectError(PathGLSError):
+    """A subject failed to produce a report (endpoint down, bad answer, missing record)."""
+
+
+class ReplayFileError(ConfigError):
+    """A replay file is missing, unreadable or holds an invalid record.
+
+    Attributes:
+        path: The file.
+        line: 1-based line of the bad record (None: the file as a whole).
+    """
+
+    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+# -- grounding ----------------------------------------------------------------------------------
 
 
 class GroundingError(PathGLSError):
@@ -72,3 +220,68 @@ class GroundingError(PathGLSError):
 
 class EncoderMismatchError(GroundingError):
     """The feature bag was made by another encoder than the text tower grounding uses."""
+
+
+# -- hare ---------------------------------------------------------------------------------------
+
+
+class HareError(PathGLSError):
+    """A HARE model cannot be loaded or used."""
+
+
+class HareInputError(PathGLSError, ValueError):
+    """The texts given to HARE cannot be scored (e.g. lists of different lengths)."""
+
+
+# -- baselines ----------------------------------------------------------------------------------
+
+
+class BaselineInputError(PathGLSError, ValueError):
+    """The texts given to a baseline metric cannot be scored (e.g. lists of different lengths)."""
+
+
+class FactCountError(PathGLSError, ValueError):
+    """A fact-count table is malformed; ``line`` is the offending line or row when known."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class JudgeError(PathGLSError):
+    """The judge produced no usable score (every sample failed, or the input was empty)."""
+
+
+class VerdictError(ReplyFormatError):
+    """A judge reply is not valid JSON or breaks the rubric schema."""
+
+
+# -- meta ---------------------------------------------------------------------------------------
+
+
+class MetaError(PathGLSError, ValueError):
+    """A validation table or request cannot be used."""
+
+
+class CalibrationError(PathGLSError, ValueError):
+    """A validation table or calibration request cannot be used."""
+
+
+# -- inspect ------------------------------------------------------------------------------------
+
+
+class NoScoreCardsError(PathGLSError):
+    """A folder holds no readable ScoreCard (not a run directory, or an empty run)."""
+
+
+# -- warnings -----------------------------------------------------------------------------------
+# Categories a caller filters or asserts on (``warnings.filterwarnings``, ``pytest.warns``), so
+# they are public vocabulary like the errors above.
+
+
+class EmptyReportWarning(UserWarning):
+    """HARE: some candidate or reference reports were empty; those pairs scored 0."""
+
+
+class EmptyTextWarning(UserWarning):
+    """Baselines: some candidate or reference texts were empty; those pairs were scored 0.0."""

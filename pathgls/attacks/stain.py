@@ -28,7 +28,7 @@ from pathgls.attacks.macenko import (
     StainFit,
     run_macenko,
 )
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, StainInputError
 
 __all__ = [
     "HE_REFERENCE",
@@ -47,10 +47,6 @@ __all__ = [
 
 _F64 = torch.float64
 _Restore = Callable[[torch.Tensor], "np.ndarray | torch.Tensor"]
-
-
-class StainInputError(PathGLSError, ValueError):
-    """Images or image ids given to a stain function are not what it needs."""
 
 
 @dataclass(frozen=True)

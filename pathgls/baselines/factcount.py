@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, FactCountError
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -79,14 +79,6 @@ MEASURES = (*COUNT_COLUMNS, "precision", "recall", "f_score", "accuracy")
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 _LEVELS = ("nominal", "ordinal", "interval", "ratio")
-
-
-class FactCountError(PathGLSError, ValueError):
-    """A fact-count table is malformed; ``line`` is the offending line or row when known."""
-
-    def __init__(self, message: str, *, line: int | None = None) -> None:
-        super().__init__(message)
-        self.line = line
 
 
 @dataclass(frozen=True)

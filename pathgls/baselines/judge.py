@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, JudgeError, VerdictError
 from pathgls.llm.client import ChatClient, LLMError, chat_completions_url
 from pathgls.text.llm_extractor import ChatCompleter
 from pathgls.types import ModuleScore
@@ -119,14 +119,6 @@ CRITERIA: tuple[Criterion, ...] = (
 )
 _BY_NAME = {c.name: c for c in CRITERIA}
 _KEYS = (*_BY_NAME, "reasoning")
-
-
-class JudgeError(PathGLSError):
-    """The judge produced no usable score (every sample failed, or the input was empty)."""
-
-
-class VerdictError(ValueError):
-    """A judge reply is not valid JSON or breaks the rubric schema; the message says how."""
 
 
 @dataclass(frozen=True)

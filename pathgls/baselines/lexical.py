@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import BaselineInputError, ConfigError, EmptyTextWarning
 
 __all__ = [
     "BaselineInputError",
@@ -46,14 +46,6 @@ __all__ = [
     "rouge",
     "rouge_batch",
 ]
-
-
-class BaselineInputError(PathGLSError, ValueError):
-    """The texts given to a baseline metric cannot be scored (e.g. lists of different lengths)."""
-
-
-class EmptyTextWarning(UserWarning):
-    """Some candidate or reference texts were empty; those pairs were scored 0.0."""
 
 
 def check_pairs(candidates: Sequence[str], references: Sequence[str]) -> list[tuple[str, str]]:

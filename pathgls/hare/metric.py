@@ -51,7 +51,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, HareInputError
+from pathgls.errors import EmptyReportWarning as EmptyReportWarning  # re-exported
+from pathgls.errors import HareError as HareError  # re-exported
 from pathgls.text.base import HARE_TYPES
 from pathgls.types import Relation
 
@@ -73,18 +75,6 @@ _CHOICES = {
 }
 #: Relation types of the report graph (:mod:`pathgls.text.relations`).
 _GRAPH_TYPES = frozenset({"modifier_of", "result_of", "located_in", "supports", "same_as"})
-
-
-class HareError(PathGLSError):
-    """A HARE model cannot be loaded or used."""
-
-
-class HareInputError(PathGLSError, ValueError):
-    """The texts given to HARE cannot be scored (e.g. lists of different lengths)."""
-
-
-class EmptyReportWarning(UserWarning):
-    """Some candidate or reference reports were empty; those pairs scored 0."""
 
 
 @dataclass(frozen=True)

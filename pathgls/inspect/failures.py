@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pathgls.errors import PathGLSError, UnknownNameError
+from pathgls.errors import NoScoreCardsError, PathGLSError, UnknownNameError
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
 
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 MODULES = ("grounding", "logic", "stability")
 COLUMNS = ("item_id", "subject", "status", *MODULES, "trust", "route", "reason")
 _CHANGES = ("added", "removed", "negation_flipped", "diagnoses_before", "diagnoses_after")
-
-
-class NoScoreCardsError(PathGLSError):
-    """A folder holds no readable ScoreCard (not a run directory, or an empty run)."""
 
 
 @dataclass(frozen=True)

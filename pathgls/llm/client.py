@@ -29,7 +29,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, LLMError
 
 logger = logging.getLogger(__name__)
 
@@ -38,29 +38,6 @@ _MAX_MESSAGE = 500
 #: Longest wait honoured from a ``Retry-After`` header, in seconds.
 _MAX_RETRY_AFTER_S = 30.0
 _VERSION_SUFFIX = re.compile(r"/v\d+[a-z]*$")
-
-
-class LLMError(PathGLSError):
-    """A chat-completion request failed, or its answer could not be used.
-
-    Attributes:
-        status: HTTP status of the last failed request (None: no HTTP answer).
-        endpoint: URL that was asked.
-        model: Model name that was asked for.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        endpoint: str = "",
-        model: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.endpoint = endpoint
-        self.model = model
 
 
 def chat_completions_url(base_url: str) -> str:

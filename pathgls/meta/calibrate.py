@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats
 
-from pathgls.errors import PathGLSError
+from pathgls.errors import CalibrationError
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 MODULES: tuple[str, ...] = ("grounding", "logic", "stability")
 DEFAULT_WEIGHTS: Mapping[str, float] = {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
 _TIE = 1e-12  # ρ values closer than this are ties
-
-
-class CalibrationError(PathGLSError, ValueError):
-    """A validation table or calibration request cannot be used."""
 
 
 @dataclass(frozen=True)

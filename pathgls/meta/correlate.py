@@ -27,11 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from pathgls.errors import PathGLSError
-
-
-class MetaError(PathGLSError, ValueError):
-    """A validation table or request cannot be used."""
+from pathgls.errors import MetaError
 
 
 @dataclass(frozen=True)

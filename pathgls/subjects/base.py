@@ -22,11 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
-from pathgls.errors import ConfigError, PathGLSError, UnknownNameError
-
-
-class SubjectError(PathGLSError):
-    """A subject failed to produce a report (endpoint down, bad answer, missing record)."""
+from pathgls.errors import ConfigError, SubjectError, UnknownNameError
 
 
 @dataclass(frozen=True)

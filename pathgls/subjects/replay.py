@@ -20,24 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import ConfigError
+from pathgls.errors import ConfigError, ReplayFileError
 from pathgls.subjects.base import SubjectConfig, SubjectError, register_subject
 
 _SCHEME = "replay"
-
-
-class ReplayFileError(ConfigError):
-    """A replay file is missing, unreadable or holds an invalid record.
-
-    Attributes:
-        path: The file.
-        line: 1-based line of the bad record (None: the file as a whole).
-    """
-
-    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, NERModelError
 from pathgls.text.base import ENTITY_TYPES, register_extractor
 from pathgls.text.sections import section_lookup
 from pathgls.types import Entity
@@ -100,10 +100,6 @@ LABEL_TYPES: dict[str, str] = {
 
 _PREFIX = re.compile(r"^([BIESLU])[-_](.+)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-class NERModelError(PathGLSError):
-    """A token-classification model cannot be loaded or used for entity extraction."""
 
 
 def normalize_label_type(label_type: str) -> str:

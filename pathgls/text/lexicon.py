@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from pathgls.errors import PathGLSError
+from pathgls.errors import LexiconError
 from pathgls.io.resources import resource
 from pathgls.text.base import ENTITY_TYPES
 
@@ -162,10 +162,6 @@ _TERM_HEADER = ("concept", "type", "synonyms", "attributes")
 _PATTERN_HEADER = ("concept", "type", "regex", "attributes")
 _SPELLING_HEADER = ("american", "british")
 _HEADERS = (_TERM_HEADER, _PATTERN_HEADER, _SPELLING_HEADER)
-
-
-class LexiconError(PathGLSError, ValueError):
-    """A lexicon file is malformed or uses an unknown type, attribute key or value."""
 
 
 @dataclass(frozen=True)

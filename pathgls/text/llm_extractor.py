@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pathgls.errors import ConfigError
+from pathgls.errors import AnswerError, ConfigError
 from pathgls.llm.client import ChatClient, LLMError
 from pathgls.text.base import ENTITY_TYPES, register_extractor
 from pathgls.text.sections import section_lookup
@@ -86,10 +86,6 @@ class ChatCompleter(Protocol):
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
     ) -> str: ...
-
-
-class AnswerError(ValueError):
-    """An LLM answer is not valid JSON or breaks the schema; the message says how."""
 
 
 @dataclass(frozen=True)
