@@ -189,6 +189,15 @@ def test_request_failure_is_a_failed_sample(server: ChatServer) -> None:
     assert "request failed" in result.errors[0] and "HTTP 404" in result.errors[0]
 
 
+def test_request_failure_after_a_correction_counts_both_requests(server: ChatServer) -> None:
+    server.play("not json")
+    server.fail(404, "model tiny-judge not found")
+    result = judge_pair(reference=REFERENCE, candidate=CANDIDATE, client_or_config=config(server))
+    assert (result.n_ok, result.n_failed, result.samples[0].attempts) == (0, 1, 2)
+    assert "request failed" in result.errors[0] and "HTTP 404" in result.errors[0]
+    assert len(server.requests) == 2
+
+
 def test_empty_report_is_not_sent(server: ChatServer) -> None:
     result = judge_pair(reference=REFERENCE, candidate="  \n", client_or_config=config(server))
     assert not server.requests

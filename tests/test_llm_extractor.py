@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from chatserver import ChatServer, Reply, chat, chat_server
 
-from pathgls.errors import ConfigError
+from pathgls.errors import ConfigError, NoValidReplyError
 from pathgls.llm.client import ChatClient, LLMError, chat_completions_url
 from pathgls.text.base import ENTITY_TYPES, EXTRACTORS
 from pathgls.text.llm_extractor import AnswerError, LLMExtractor, locate, parse_answer
@@ -133,9 +133,13 @@ def test_schema_violation_is_sent_back(server: ChatServer) -> None:
 
 def test_always_invalid_raises_after_the_retries(server: ChatServer) -> None:
     server.play(*[chat('{"entities": "none"}')] * 3)
-    with pytest.raises(LLMError, match=r"no valid answer after 3 attempt\(s\).*entities"):
+    with pytest.raises(LLMError, match=r"no valid answer after 3 attempt\(s\).*entities") as info:
         LLMExtractor(client(server), max_retries=2).extract(REPORT)
     assert len(server.requests) == 3
+    assert isinstance(info.value, NoValidReplyError)
+    assert info.value.replies == ('{"entities": "none"}',) * 3
+    assert info.value.problem == 'the reply has no "entities" list'
+    assert (info.value.endpoint, info.value.model) == (server.url + "/chat/completions", MODEL)
 
 
 def test_server_without_response_format_is_asked_again(server: ChatServer) -> None:

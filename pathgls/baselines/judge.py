@@ -19,9 +19,10 @@ integer in its range — a JSON integer, or a number with an integer value such 
 strings (``"3"``, ``"3/4"``), booleans, objects, fractions and out-of-range values are rejected
 — and ``reasoning`` a string. Unknown keys and nesting (``{"scores": {...}}``) are rejected too.
 An invalid reply is sent back with a short correction naming every problem, up to
-``max_retries_invalid`` times; a sample still invalid after that, or whose request failed
-(:class:`~pathgls.llm.client.LLMError` after the client's own HTTP retries), is counted in
-``n_failed`` with its reason in ``errors`` — never replaced by an invented score.
+``max_retries_invalid`` times (:func:`~pathgls.llm.json_chat.ask_json`); a sample still invalid
+after that, or whose request failed (:class:`~pathgls.errors.LLMError` after the client's own HTTP
+retries), is counted in ``n_failed`` with its reason in ``errors`` — never replaced by an invented
+score.
 
 **Sampling.** ``n_samples`` independent judgements are asked for, sample ``i`` with seed
 ``seed + i`` (distinct seeds) and the same temperature (0 for one sample; for several it must be
@@ -47,16 +48,15 @@ import dataclasses
 import json
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from pathgls.errors import ConfigError, JudgeError, VerdictError
-from pathgls.llm.client import ChatClient, LLMError, chat_completions_url
-from pathgls.text.llm_extractor import ChatCompleter
+from pathgls.errors import ConfigError, JudgeError, LLMError, NoValidReplyError, VerdictError
+from pathgls.llm.client import ChatClient, chat_completions_url
+from pathgls.llm.json_chat import ChatCompleter, ask_json, join_problems, load_json_object
 from pathgls.types import ModuleScore
 
 logger = logging.getLogger(__name__)
@@ -67,9 +67,6 @@ API_KEY_ENV = "PATHGLS_JUDGE_API_KEY"
 SPEC_SCHEME = "judge"
 #: Temperature used for several samples when none is configured.
 DEFAULT_SAMPLING_TEMPERATURE = 0.7
-
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*(.*?)\s*```\s*$", re.DOTALL)
-_MAX_LISTED_ERRORS = 5
 
 
 @dataclass(frozen=True)
@@ -281,14 +278,7 @@ def parse_verdict(content: str) -> Verdict:
     Raises:
         VerdictError: not JSON, or the JSON breaks the schema (up to five reasons listed).
     """
-    fenced = _FENCE.match(content)
-    text = fenced.group(1) if fenced else content.strip()
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise VerdictError(f"the reply is not valid JSON ({e})") from e
-    if not isinstance(data, dict):
-        raise VerdictError(f"the reply must be a JSON object, got {type(data).__name__}")
+    data = load_json_object(content, error=VerdictError)
     errors: list[str] = []
     missing = [k for k in _KEYS if k not in data]
     if missing:
@@ -311,9 +301,7 @@ def parse_verdict(content: str) -> Verdict:
     if "reasoning" in data and not isinstance(reasoning, str):
         errors.append(f"reasoning must be a string, got {json.dumps(reasoning)}")
     if errors:
-        more = len(errors) - _MAX_LISTED_ERRORS
-        listed = "; ".join(errors[:_MAX_LISTED_ERRORS]) + (f"; and {more} more" if more > 0 else "")
-        raise VerdictError(listed)
+        raise VerdictError(join_problems(errors))
     return Verdict(scores=scores, reasoning=str(reasoning).strip())
 
 
@@ -491,42 +479,39 @@ def _judge(client: ChatCompleter, cfg: JudgeConfig, reference: str, candidate: s
 
 
 def _sample(
-    client: ChatCompleter, cfg: JudgeConfig, base: list[dict[str, Any]], seed: int
+    client: ChatCompleter, cfg: JudgeConfig, messages: list[dict[str, Any]], seed: int
 ) -> JudgeSample:
-    messages = list(base)
-    kwargs: dict[str, Any] = {"temperature": cfg.effective_temperature, "seed": seed}
+    options: dict[str, Any] = {"temperature": cfg.effective_temperature, "seed": seed}
     if cfg.max_tokens is not None:
-        kwargs["max_tokens"] = cfg.max_tokens
+        options["max_tokens"] = cfg.max_tokens
     if cfg.json_mode:
-        kwargs["response_format"] = {"type": "json_object"}
-    attempts = cfg.max_retries_invalid + 1
-    problem = ""
-    for attempt in range(1, attempts + 1):
-        try:
-            content = client.complete(messages, **kwargs)
-        except LLMError as e:
-            logger.warning("LLM judge sample (seed %d): request failed: %s", seed, e)
-            return JudgeSample(seed=seed, attempts=attempt, error=f"request failed: {e}")
-        try:
-            return JudgeSample(seed=seed, attempts=attempt, verdict=parse_verdict(content))
-        except VerdictError as e:
-            problem = str(e)
-            logger.warning(
-                "LLM judge sample (seed %d): invalid reply (attempt %d of %d): %s",
-                seed,
-                attempt,
-                attempts,
-                problem,
-            )
-            messages += [
-                {"role": "assistant", "content": content},
-                {"role": "user", "content": correction_prompt(problem)},
-            ]
-    return JudgeSample(
-        seed=seed,
-        attempts=attempts,
-        error=f"no valid reply after {attempts} attempt(s); last problem: {problem}",
-    )
+        options["response_format"] = {"type": "json_object"}
+    requests = 0
+
+    def complete(conversation: Sequence[Mapping[str, Any]]) -> str:
+        nonlocal requests
+        requests += 1
+        return client.complete(conversation, **options)
+
+    try:
+        reply = ask_json(
+            chat=complete,
+            messages=messages,
+            parse=parse_verdict,
+            correction=correction_prompt,
+            max_attempts=cfg.max_retries_invalid + 1,
+            label=f"LLM judge sample (seed {seed})",
+        )
+    except NoValidReplyError as e:
+        return JudgeSample(
+            seed=seed,
+            attempts=e.n_attempts,
+            error=f"no valid reply after {e.n_attempts} attempt(s); last problem: {e.problem}",
+        )
+    except LLMError as e:
+        logger.warning("LLM judge sample (seed %d): request failed: %s", seed, e)
+        return JudgeSample(seed=seed, attempts=requests, error=f"request failed: {e}")
+    return JudgeSample(seed=seed, attempts=reply.n_attempts, verdict=reply.value)
 
 
 def _summarise(

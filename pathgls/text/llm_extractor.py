@@ -7,8 +7,9 @@ with our entity types and a JSON reply format; the answer is validated strictly:
   non-empty ``text`` and a ``type`` from :data:`~pathgls.text.base.ENTITY_TYPES`, ``negated`` and
   ``uncertain`` are booleans when present; every relation joins two distinct entity indices with
   a type from :data:`RELATION_TYPES`;
-* a reply that breaks these rules is sent back with the reasons, up to ``max_retries`` times;
-  after that :class:`~pathgls.llm.client.LLMError` is raised;
+* a reply that breaks these rules is sent back with the reasons, up to ``max_retries`` times
+  (:func:`~pathgls.llm.json_chat.ask_json`); after that
+  :class:`~pathgls.errors.NoValidReplyError` (an :class:`~pathgls.errors.LLMError`) is raised;
 * each entity is then located in the report (:func:`locate`): the first occurrence that does not
   overlap an earlier entity, matched exactly, else ignoring case, else ignoring case and runs of
   whitespace (overlapping occurrences only when there is no other, for nested mentions). The
@@ -17,21 +18,28 @@ with our entity types and a JSON reply format; the answer is validated strictly:
   mention are dropped with a warning, and so are the relations that use them.
 
 Requests use temperature 0, a fixed seed and ``response_format={"type": "json_object"}``; a server
-that rejects ``response_format`` (HTTP 400/422) is asked again without it, and no longer gets it.
+that rejects ``response_format`` (HTTP 400/422) is asked again without it (the conversation starts
+over), and no longer gets it.
 Warnings of the last call are kept in :attr:`LLMExtractor.last_warnings` and logged.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from pathgls.errors import AnswerError, ConfigError
-from pathgls.llm.client import ChatClient, LLMError
+from pathgls.errors import AnswerError, ConfigError, LLMError
+from pathgls.llm.client import ChatClient
+from pathgls.llm.json_chat import (
+    ChatCompleter,
+    JSONReply,
+    ask_json,
+    join_problems,
+    load_json_object,
+)
 from pathgls.text.base import ENTITY_TYPES, register_extractor
 from pathgls.text.sections import section_lookup
 from pathgls.types import Entity, Relation
@@ -70,23 +78,6 @@ _RELATION_HINTS = {
     "same_as": "a later mention → the first mention of the same thing",
 }
 
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*(.*?)\s*```\s*$", re.DOTALL)
-_MAX_LISTED_ERRORS = 5
-
-
-class ChatCompleter(Protocol):
-    """What the extractor needs from a client (``ChatClient`` or a test double)."""
-
-    def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-    ) -> str: ...
-
 
 @dataclass(frozen=True)
 class RawEntity:
@@ -96,6 +87,10 @@ class RawEntity:
     type: str
     negated: bool = False
     uncertain: bool = False
+
+
+#: What :func:`parse_answer` returns: the entities and ``(head, tail, type)`` relations.
+Answer = tuple[list[RawEntity], list[tuple[int, int, str]]]
 
 
 def system_prompt() -> str:
@@ -125,20 +120,13 @@ def user_prompt(report_text: str) -> str:
     return f"Pathology report:\n<<<\n{report_text}\n>>>"
 
 
-def parse_answer(content: str) -> tuple[list[RawEntity], list[tuple[int, int, str]]]:
+def parse_answer(content: str) -> Answer:
     """Validate an answer; returns its entities and ``(head, tail, type)`` relations.
 
     Raises:
         AnswerError: not JSON, or the JSON breaks the schema (all reasons, up to five, listed).
     """
-    fenced = _FENCE.match(content)
-    text = fenced.group(1) if fenced else content.strip()
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise AnswerError(f"the reply is not valid JSON ({e})") from e
-    if not isinstance(data, dict):
-        raise AnswerError(f"the reply must be a JSON object, got {type(data).__name__}")
+    data = load_json_object(content, error=AnswerError)
     items = data.get("entities")
     if not isinstance(items, list):
         raise AnswerError('the reply has no "entities" list')
@@ -150,9 +138,7 @@ def parse_answer(content: str) -> tuple[list[RawEntity], list[tuple[int, int, st
     found = (_relation(i, item, len(items), errors) for i, item in enumerate(links))
     relations = [r for r in found if r is not None]
     if errors:
-        more = len(errors) - _MAX_LISTED_ERRORS
-        listed = "; ".join(errors[:_MAX_LISTED_ERRORS]) + (f"; and {more} more" if more > 0 else "")
-        raise AnswerError(listed)
+        raise AnswerError(join_problems(errors))
     return entities, relations
 
 
@@ -259,8 +245,9 @@ class LLMExtractor:
         """Entities sorted by position, and the model's relations as indices into them.
 
         Raises:
-            LLMError: the endpoint failed, or no valid answer came within ``max_retries``
-                corrections.
+            NoValidReplyError: no valid answer came within ``max_retries`` corrections (an
+                :class:`LLMError` naming the last problem, with every reply).
+            LLMError: the endpoint failed.
         """
         self.last_warnings = []
         if not report_text.strip():
@@ -269,45 +256,34 @@ class LLMExtractor:
             {"role": "system", "content": system_prompt()},
             {"role": "user", "content": user_prompt(report_text)},
         ]
-        attempts = self.max_retries + 1
-        last = ""
-        for attempt in range(1, attempts + 1):
-            content = self._ask(messages)
-            try:
-                raw_entities, raw_relations = parse_answer(content)
-            except AnswerError as e:
-                last = str(e)
-                logger.warning(
-                    "%s: invalid answer (attempt %d of %d): %s", self.name, attempt, attempts, last
-                )
-                messages += [
-                    {"role": "assistant", "content": content},
-                    {"role": "user", "content": _correction(last)},
-                ]
-                continue
-            return self._finish(report_text, raw_entities, raw_relations)
-        raise LLMError(
-            f"{self.name}: no valid answer after {attempts} attempt(s); last problem: {last}",
-            endpoint=getattr(self.client, "url", ""),
-            model=getattr(self.client, "model", ""),
-        )
-
-    def _ask(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        kwargs: dict[str, Any] = {"temperature": 0.0, "seed": self.seed}
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
-        if not self.json_mode:
-            return self.client.complete(messages, **kwargs)
         try:
-            return self.client.complete(messages, response_format={"type": "json_object"}, **kwargs)
+            reply = self._ask(messages)
         except LLMError as e:
-            if e.status not in (400, 422):
+            if not self.json_mode or e.status not in (400, 422):
                 raise
             logger.warning(
                 "%s: the server rejected response_format (%s); asking without it", self.name, e
             )
             self.json_mode = False
-            return self.client.complete(messages, **kwargs)
+            reply = self._ask(messages)
+        raw_entities, raw_relations = reply.value
+        return self._finish(report_text, raw_entities, raw_relations)
+
+    def _ask(self, messages: Sequence[Mapping[str, Any]]) -> JSONReply[Answer]:
+        options: dict[str, Any] = {"temperature": 0.0, "seed": self.seed}
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
+        if self.json_mode:
+            options["response_format"] = {"type": "json_object"}
+        return ask_json(
+            chat=self.client,
+            messages=messages,
+            parse=parse_answer,
+            correction=_correction,
+            max_attempts=self.max_retries + 1,
+            options=options,
+            label=self.name,
+        )
 
     def _finish(
         self,
