@@ -24,9 +24,11 @@ __version__ = "0.1.0"
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# Public names → defining module. Imported on first use, so that `import pathgls` (and the
-# CLI's start) stays fast and torch is loaded only by what needs it.
-_LAZY = {
+# The public API, in one table: name → the module it is imported from. `__all__`, `dir()` and
+# attribute access derive from it; each name is imported on first use, so that `import pathgls`
+# (and the CLI's start) stays fast and torch is loaded only by what needs it. The TYPE_CHECKING
+# block below repeats it for type checkers and IDEs (tests/test_api.py checks they agree).
+_LAZY: dict[str, str] = {
     "FeatureBag": "pathgls.features.bags",
     "read_bag": "pathgls.features.bags",
     "validate_bag": "pathgls.features.bags",
@@ -65,30 +67,43 @@ _LAZY = {
     "ScoreCard": "pathgls.types",
 }
 
-if TYPE_CHECKING:  # for type checkers and IDEs
-    from pathgls.config import GroundingConfig, PathGLSConfig, load_config
-    from pathgls.encoders import build_encoder, list_encoders
-    from pathgls.features.bags import FeatureBag, read_bag, validate_bag
-    from pathgls.features.extract import ExtractResult, extract_slide
-    from pathgls.fusion import FusionConfig, GateConfig, fuse, gate_scorecard
-    from pathgls.grounding.score import GroundingResult, ground
-    from pathgls.grounding.sources import WindowSource, open_bag_source, roi_source
-    from pathgls.logic import logic_score, score_logic
-    from pathgls.nli import build_nli
-    from pathgls.runner.config import RunConfig
-    from pathgls.runner.run import run_benchmark
-    from pathgls.runner.store import ResultsStore
-    from pathgls.text import analyze_report, build_extractor
-    from pathgls.tiling import find_slides, open_slide
-    from pathgls.types import (
-        Entity,
-        GateDecision,
-        ModuleScore,
-        Relation,
-        Report,
-        ReportGraph,
-        ScoreCard,
-    )
+if TYPE_CHECKING:  # the table again, for type checkers and IDEs (`X as X`: a re-export)
+    from pathgls.config import GroundingConfig as GroundingConfig
+    from pathgls.config import PathGLSConfig as PathGLSConfig
+    from pathgls.config import load_config as load_config
+    from pathgls.encoders import build_encoder as build_encoder
+    from pathgls.encoders import list_encoders as list_encoders
+    from pathgls.features.bags import FeatureBag as FeatureBag
+    from pathgls.features.bags import read_bag as read_bag
+    from pathgls.features.bags import validate_bag as validate_bag
+    from pathgls.features.extract import ExtractResult as ExtractResult
+    from pathgls.features.extract import extract_slide as extract_slide
+    from pathgls.fusion import FusionConfig as FusionConfig
+    from pathgls.fusion import GateConfig as GateConfig
+    from pathgls.fusion import fuse as fuse
+    from pathgls.fusion import gate_scorecard as gate_scorecard
+    from pathgls.grounding.score import GroundingResult as GroundingResult
+    from pathgls.grounding.score import ground as ground
+    from pathgls.grounding.sources import WindowSource as WindowSource
+    from pathgls.grounding.sources import open_bag_source as open_bag_source
+    from pathgls.grounding.sources import roi_source as roi_source
+    from pathgls.logic import logic_score as logic_score
+    from pathgls.logic import score_logic as score_logic
+    from pathgls.nli import build_nli as build_nli
+    from pathgls.runner.config import RunConfig as RunConfig
+    from pathgls.runner.run import run_benchmark as run_benchmark
+    from pathgls.runner.store import ResultsStore as ResultsStore
+    from pathgls.text import analyze_report as analyze_report
+    from pathgls.text import build_extractor as build_extractor
+    from pathgls.tiling import find_slides as find_slides
+    from pathgls.tiling import open_slide as open_slide
+    from pathgls.types import Entity as Entity
+    from pathgls.types import GateDecision as GateDecision
+    from pathgls.types import ModuleScore as ModuleScore
+    from pathgls.types import Relation as Relation
+    from pathgls.types import Report as Report
+    from pathgls.types import ReportGraph as ReportGraph
+    from pathgls.types import ScoreCard as ScoreCard
 
 
 def __getattr__(name: str) -> Any:
@@ -102,42 +117,4 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = [
-    "Entity",
-    "ExtractResult",
-    "FeatureBag",
-    "FusionConfig",
-    "GateConfig",
-    "GateDecision",
-    "GroundingConfig",
-    "GroundingResult",
-    "ModuleScore",
-    "PathGLSConfig",
-    "Relation",
-    "Report",
-    "ReportGraph",
-    "ResultsStore",
-    "RunConfig",
-    "ScoreCard",
-    "WindowSource",
-    "__version__",
-    "analyze_report",
-    "build_encoder",
-    "build_extractor",
-    "build_nli",
-    "extract_slide",
-    "find_slides",
-    "fuse",
-    "gate_scorecard",
-    "ground",
-    "list_encoders",
-    "load_config",
-    "logic_score",
-    "open_bag_source",
-    "open_slide",
-    "read_bag",
-    "roi_source",
-    "run_benchmark",
-    "score_logic",
-    "validate_bag",
-]
+__all__ = sorted(["__version__", *_LAZY])
