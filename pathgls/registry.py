@@ -41,9 +41,7 @@ T = TypeVar("T")
 #: A Hugging Face repo id with an optional ``@revision`` (branch, tag or commit). The one
 #: repo-id pattern of pathgls: everything that takes a repo id goes through
 #: :func:`parse_model_ref` or :func:`is_repo_id`.
-REPO_ID_PATTERN = re.compile(
-    r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$"
-)
+REPO_ID_PATTERN = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
 #: Prefixes that make an argument an explicit local path.
 PATH_PREFIXES = ("/", "./", "../", "~")
 #: Scheme that marks any text after it as a local path.
@@ -293,14 +291,10 @@ class Registry(Generic[T]):
         """
         parsed = spec if isinstance(spec, Spec) else parse_spec(spec, what=self.label)
         if parsed.kind not in self._entries:
-            raise UnknownNameError(
-                f"unknown {self.label} {parsed.text!r}; known: {self.known()}"
-            )
+            raise UnknownNameError(f"unknown {self.label} {parsed.text!r}; known: {self.known()}")
         entry = self._entries[parsed.kind]
         if parsed.arg and not entry.argument:
-            raise ConfigError(
-                f"{self.label} {entry.name!r} takes no argument, got {parsed.text!r}"
-            )
+            raise ConfigError(f"{self.label} {entry.name!r} takes no argument, got {parsed.text!r}")
         return parsed, entry
 
     def build(self, spec: str | Spec, *args: Any, **kwargs: Any) -> T:

@@ -64,7 +64,9 @@ class ModelCard:
                 if not isinstance(value, bool):
                     raise ConfigError(f"{where}: gated must be true or false, got {value!r}")
             elif f.name == "used_by":
-                if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                if not isinstance(value, list | tuple) or not all(
+                    isinstance(v, str) for v in value
+                ):
                     raise ConfigError(f"{where}: used_by must be a list of strings")
             elif not isinstance(value, str):
                 raise ConfigError(f"{where}: {f.name} must be a string, got {value!r}")

@@ -232,7 +232,7 @@ class PullTarget:
 
 
 def pull_target(name_or_repo: str) -> PullTarget:
-    """Resolve a pull argument: a card name or repo, ``hf:<repo>[@rev]``, ``open_clip:hf-hub:<repo>``.
+    """What to pull for a card name or repo, ``hf:<repo>[@rev]`` or ``open_clip:hf-hub:<repo>``.
 
     Raises:
         UnknownNameError: the argument names no card and no Hugging Face repo (e.g. a path).
@@ -341,9 +341,7 @@ def pull(
         info = huggingface_hub.HfApi().model_info(repo_id, revision=wanted, token=token)
         commit = info.sha or wanted
         staging.mkdir(parents=True, exist_ok=True)
-        huggingface_hub.snapshot_download(
-            repo_id, revision=commit, local_dir=staging, token=token
-        )
+        huggingface_hub.snapshot_download(repo_id, revision=commit, local_dir=staging, token=token)
     except Exception as e:  # network, HTTP, auth, disk: the client's error types vary by version
         hint = ""
         if isinstance(e, GatedRepoError) or gated:
@@ -395,9 +393,7 @@ class CardStatus:
         return revision_matches(self.revision, self.card.revision)
 
 
-def card_status(
-    card: ModelCard, *, models_dir: str | os.PathLike[str] | None = None
-) -> CardStatus:
+def card_status(card: ModelCard, *, models_dir: str | os.PathLike[str] | None = None) -> CardStatus:
     """Whether ``card``'s weights are here (models directory or HF cache), and which copy."""
     if card.shipped:
         try:
