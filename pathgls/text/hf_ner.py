@@ -510,6 +510,7 @@ def load_hf_ner(
     f"{HARE_NER_REPO}); local weights only",
     argument="<model>",
     options=("device", "threshold", "context"),
+    cards=("hare-ner",),
 )
 def build_hf_ner(argument: str, **options: Any) -> HFNERExtractor:
     """``hf-ner:<model>`` → an :class:`HFNERExtractor` from local weights.
