@@ -1,4 +1,4 @@
-"""The model card table, `pathgls models list/pull`, `pathgls list`, and the revisions a run records.
+"""Model cards, `pathgls models list/pull`, `pathgls list`, and the revisions a run records.
 
 The hub is never contacted: pulls go through a fake ``huggingface_hub`` (model_info and
 snapshot_download), and the Hugging Face cache points at an empty directory.
@@ -19,7 +19,7 @@ from pathgls.cli import app
 from pathgls.errors import ConfigError, ModelNotFoundError, UnknownNameError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import CARD_KINDS, find_card, load_cards, model_card
-from pathgls.testing import mark_random, save_random_nli_classifier, save_random_token_classifier
+from pathgls.testing import save_random_nli_classifier, save_random_token_classifier
 
 CARDS = load_cards()
 PINNED_NLI = model_card("nli-deberta").revision
@@ -96,11 +96,13 @@ def test_code_reads_its_model_ids_from_the_cards() -> None:
     from pathgls.nli.hf import DEFAULT_NLI_MODEL, MEDICAL_NLI_MODEL
     from pathgls.text.hf_ner import HARE_NER_REPO
 
-    assert DEFAULT_NLI_MODEL == model_card("nli-deberta").repo
-    assert MEDICAL_NLI_MODEL == model_card("nli-pubmedbert").repo
-    assert CONCH_REPO == model_card("conch").repo
-    assert (HARE_NER_REPO, HARE_RE_REPO, HARE_ALIGNMENT_REPO) == tuple(
-        model_card(n).repo for n in ("hare-ner", "hare-re", "hare-alignment")
+    assert model_card("nli-deberta").repo == DEFAULT_NLI_MODEL
+    assert model_card("nli-pubmedbert").repo == MEDICAL_NLI_MODEL
+    assert model_card("conch").repo == CONCH_REPO
+    assert tuple(model_card(n).repo for n in ("hare-ner", "hare-re", "hare-alignment")) == (
+        HARE_NER_REPO,
+        HARE_RE_REPO,
+        HARE_ALIGNMENT_REPO,
     )
     assert HARE_SPECS.ner == f"hf-ner:{HARE_NER_REPO}"
     assert HARE_SPECS.relations == f"hare-re:{HARE_RE_REPO}"

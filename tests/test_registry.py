@@ -38,7 +38,7 @@ def test_parse_spec_splits_at_the_first_colon_and_trims() -> None:
 
 @pytest.mark.parametrize("bad", ["", "   ", ":x", " : org/x"])
 def test_parse_spec_refuses_empty_specs_and_kinds(bad: str) -> None:
-    with pytest.raises(ConfigError, match="empty|no kind"):
+    with pytest.raises(ConfigError, match=r"empty|no kind"):
         parse_spec(bad, what="NLI backend")
 
 
