@@ -1,4 +1,4 @@
-"""Hugging Face ``CLIPModel`` encoders: PLIP and any ``hf:<repo-or-dir>``.
+"""Hugging Face ``CLIPModel`` encoders: PLIP and any ``hf:<model>``.
 
 The model, its tokenizer and its image-processor config are read from a local directory with
 ``local_files_only=True``; the processor config only supplies the numbers (input size, resize

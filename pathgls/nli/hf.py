@@ -108,7 +108,7 @@ def map_nli_labels(id2label: Mapping[int, str] | Mapping[str, str]) -> dict[str,
 class HFNLIScorer:
     """A loaded Hugging Face NLI classifier, scoring premise/hypothesis pairs in batches.
 
-    Build it with :func:`load_hf_nli` or ``NLI_BACKENDS.build("hf:<repo-or-dir>")``.
+    Build it with :func:`load_hf_nli` or ``NLI_BACKENDS.build("hf:<model>")``.
 
     Attributes:
         name: The spec it was built from (``hf:...``).

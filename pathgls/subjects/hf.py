@@ -1,4 +1,4 @@
-"""Local transformers subject: ``hf:<repo-or-dir>``, an image-text-to-text model and chat template.
+"""Local transformers subject: ``hf:<model>``, an image-text-to-text model and chat template.
 
 The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor`` from local
 files only — a directory, or a repo id found in the models directory or the Hugging Face cache
@@ -68,7 +68,7 @@ class HFSubject:
     Build it with :func:`load_hf_subject` or ``SUBJECTS.build("hf:<model>", config)``.
 
     Attributes:
-        name: The spec (``hf:<repo-or-dir>``).
+        name: The spec (``hf:<model>``).
         model_id: Repo id when known, else the local path.
         revision: Commit of the weights when the directory records it, else None.
         learned: Always True.
