@@ -260,10 +260,14 @@ def test_conch_checkpoint_conversion_rejects_foreign_weights() -> None:
 
 def test_registry_lists_builtin_encoders() -> None:
     infos = {info.name: info for info in list_encoders()}
-    assert {"plip", "quiltnet", "conch"} <= set(infos)
-    assert infos["plip"].repo_id == "vinid/plip" and infos["plip"].backend == "hf_clip"
-    assert infos["quiltnet"].repo_id == "wisdomik/QuiltNet-B-32"
-    assert infos["conch"].repo_id == "MahmoodLab/CONCH"
+    assert {"plip", "quiltnet", "conch", "hf", "open_clip"} == set(infos)
+    assert infos["plip"].meta["backend"] == "hf_clip" and infos["hf"].argument == "<model>"
+    repos = {n: parse_encoder_spec(n).repo_id for n in ("plip", "quiltnet", "conch")}
+    assert repos == {
+        "plip": "vinid/plip",
+        "quiltnet": "wisdomik/QuiltNet-B-32",
+        "conch": "MahmoodLab/CONCH",
+    }
 
 
 def test_parse_encoder_spec(tmp_path: Path) -> None:
@@ -464,7 +468,7 @@ def test_cli_models_list(tmp_path: Path, hf_dir: Path, empty_hf_cache: Path) -> 
     )
     assert result.exit_code == 0, result.output
     assert "plip" in result.output and "quiltnet" in result.output and "conch" in result.output
-    assert "vinid--plip" in result.output and "missing" in result.output
+    assert "vinid--plip" in result.output and "absent" in result.output
 
 
 def test_cli_models_pull_unknown_name_fails_cleanly() -> None:
@@ -474,4 +478,4 @@ def test_cli_models_pull_unknown_name_fails_cleanly() -> None:
 
     result = CliRunner().invoke(app, ["models", "pull", "no-such-model"])
     assert result.exit_code == 2
-    assert "unknown encoder" in result.output
+    assert "no model card 'no-such-model'" in result.output and "plip" in result.output

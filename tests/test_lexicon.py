@@ -475,7 +475,7 @@ def test_registry_protocol_and_threads(extractor: LexiconExtractor) -> None:
     built = EXTRACTORS.build("lexicon")
     assert built is EXTRACTORS.build("lexicon")  # one pipeline per process
     assert isinstance(built, EntityExtractor) and built.name == "lexicon"
-    assert "lexicon" in EXTRACTORS.infos
+    assert "lexicon" in EXTRACTORS
     text = "Invasive ductal carcinoma, ER positive, no lymphovascular invasion."
     expected = extractor.extract(text)
     results: list[list[Entity]] = []

@@ -236,8 +236,10 @@ def test_repo_id_resolves_in_models_dir(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_registry_listing() -> None:
-    assert "hf" in list_nli()
-    assert DEFAULT_NLI_MODEL in list_nli()["hf"]
+    entries = {e.name: e for e in list_nli()}
+    assert {"hf", "rules"} <= set(entries) and entries["hf"].kind == "nli"
+    assert DEFAULT_NLI_MODEL in entries["hf"].description
+    assert entries["hf"].meta["cards"] == ("nli-deberta", "nli-pubmedbert")
 
 
 def _save_tiny_bert_nli(directory: Path) -> Path:

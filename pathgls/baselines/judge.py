@@ -57,6 +57,7 @@ import numpy as np
 from pathgls.errors import ConfigError, JudgeError, LLMError, NoValidReplyError, VerdictError
 from pathgls.llm.client import ChatClient, chat_completions_url
 from pathgls.llm.json_chat import ChatCompleter, ask_json, join_problems, load_json_object
+from pathgls.registry import parse_spec
 from pathgls.types import ModuleScore
 
 logger = logging.getLogger(__name__)
@@ -208,10 +209,10 @@ def parse_judge_spec(spec: str) -> tuple[str, str]:
     Raises:
         ConfigError: not a ``judge:`` spec, a missing URL or model, or a non-http(s) URL.
     """
-    scheme, colon, argument = spec.strip().partition(":")
-    base_url, sep, model = argument.rpartition("#")
+    parsed = parse_spec(spec, what="judge")
+    base_url, sep, model = parsed.arg.rpartition("#")
     base_url, model = base_url.strip(), model.strip()
-    if scheme != SPEC_SCHEME or not colon or not sep or not base_url or not model:
+    if parsed.kind != SPEC_SCHEME or not sep or not base_url or not model:
         raise ConfigError(
             f"judge spec must be {SPEC_SCHEME}:<base_url>#<model> (e.g. "
             f"{SPEC_SCHEME}:http://localhost:8000/v1#qwen2.5-7b-instruct), got {spec!r}"

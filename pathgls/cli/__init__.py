@@ -12,6 +12,7 @@ from pathgls.cli import demo as _demo
 from pathgls.cli import extract as _extract
 from pathgls.cli import gate as _gate
 from pathgls.cli import ground as _ground
+from pathgls.cli import listing as _listing
 from pathgls.cli import logic as _logic
 from pathgls.cli import meta as _meta
 from pathgls.cli import models as _models
@@ -32,6 +33,7 @@ _gate.register(app)
 _calibrate.register(app)
 _benchmark.register(app)
 _demo.register(app)
+_listing.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

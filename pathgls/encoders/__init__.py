@@ -1,9 +1,10 @@
 """Image–text encoders: registry (PLIP, QuiltNet, CONCH, any HF/open_clip model), HighRes windows.
 
-Build one with :func:`build_encoder` from an :class:`~pathgls.config.EncoderConfig`; weights are
-only ever read from local directories (``pathgls models pull`` fetches them, see
-:mod:`pathgls.hub.store`). Importing this package loads no model and touches no network;
-transformers and open_clip are imported when an encoder is built.
+Build one with :func:`build_encoder` from an :class:`~pathgls.config.EncoderConfig` (names:
+:mod:`pathgls.encoders.registry`); weights are only ever read from local directories
+(``pathgls models pull`` fetches them, see :mod:`pathgls.hub.store`). Importing this package
+loads no model and touches no network; transformers and open_clip are imported when an encoder
+is built.
 """
 
 from pathgls.encoders import conch as _conch  # noqa: F401  (registers "conch")
@@ -13,7 +14,7 @@ from pathgls.encoders.base import ClipEncoder, Encoder, TorchPreprocess
 from pathgls.encoders.factory import build_encoder
 from pathgls.encoders.highres import encode_highres, window_coords, window_offsets
 from pathgls.encoders.registry import (
-    EncoderInfo,
+    ENCODERS,
     EncoderSpec,
     list_encoders,
     parse_encoder_spec,
@@ -21,9 +22,9 @@ from pathgls.encoders.registry import (
 )
 
 __all__ = [
+    "ENCODERS",
     "ClipEncoder",
     "Encoder",
-    "EncoderInfo",
     "EncoderSpec",
     "TorchPreprocess",
     "build_encoder",

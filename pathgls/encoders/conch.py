@@ -45,10 +45,12 @@ from pathgls.encoders.openclip import find_checkpoint, make_open_clip_encoder
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError
 from pathgls.hub import store as hub
+from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
 from pathgls.io.resources import resource
 
-CONCH_REPO = "MahmoodLab/CONCH"
+#: CONCH's Hugging Face repo (from its model card, ``resources/models.toml``).
+CONCH_REPO = model_card("conch").repo
 CONFIG_FILE = resource("conch_ViT-B-16_open_clip.json")
 TOKENIZER_FILES = ("tokenizer.json", "conch_byte_level_bpe_uncased.json")
 TRUNK_NORM_EPS = 1e-6  # timm ViT LayerNorm
@@ -236,8 +238,7 @@ def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_RE
 @register_encoder(
     "conch",
     description="CONCH: CoCa ViT-B/16 (448 px), 1.17M pathology image–caption pairs (gated)",
-    repo_id=CONCH_REPO,
-    kind="open_clip",
+    backend="open_clip",
 )
 def _conch(config: EncoderConfig, location: str) -> ClipEncoder:
     return load_conch(config, location)

@@ -1,4 +1,8 @@
-"""``build_encoder``: parse the name once, find the weights locally, call the right loader."""
+"""``build_encoder``: parse the name once, find the weights locally, call the right loader.
+
+Registers the two schemes of :data:`~pathgls.encoders.registry.ENCODERS` (``hf`` and
+``open_clip``); the named models register themselves in their loader modules.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,38 @@ from pathgls.config import EncoderConfig
 from pathgls.encoders.base import Encoder
 from pathgls.encoders.hf_clip import load_hf_clip
 from pathgls.encoders.openclip import load_open_clip_arch, load_open_clip_dir
-from pathgls.encoders.registry import EncoderSpec, SpecKind, parse_encoder_spec, registered
-from pathgls.hub import store as hub
+from pathgls.encoders.registry import (
+    ENCODERS,
+    SpecKind,
+    encoder_location,
+    parse_encoder_spec,
+)
 
 
-def _location(spec: EncoderSpec, config: EncoderConfig) -> str:
-    """Local directory (or file) of a spec with a repo id or a path."""
-    if spec.path is not None:
-        return str(hub.resolve_path(spec.path, name=spec.spec))
-    assert spec.repo_id is not None  # every other kind has a repo id (see parse_encoder_spec)
-    pull_name = spec.name if spec.kind is SpecKind.REGISTERED else f"hf:{spec.repo_id}"
-    return str(
-        hub.resolve_model(
-            spec.repo_id, name=spec.spec, pull_name=pull_name, models_dir=config.models_dir
-        )
-    )
+@ENCODERS.register(
+    "hf",
+    description="any Hugging Face CLIPModel (repo id or local directory)",
+    argument="<model>",
+    backend="hf_clip",
+)
+def _hf(argument: str, config: EncoderConfig) -> Encoder:
+    spec = parse_encoder_spec(config.name)
+    return load_hf_clip(config, encoder_location(spec, config), model_id=spec.repo_id)
+
+
+@ENCODERS.register(
+    "open_clip",
+    description="an open_clip model: published on the hub, in a local directory, or a built-in "
+    "architecture with a pretrained tag or weights file",
+    argument="hf-hub:<repo>|<path>|<arch>:<tag-or-weights-file>",
+    backend="open_clip",
+)
+def _open_clip(argument: str, config: EncoderConfig) -> Encoder:
+    spec = parse_encoder_spec(config.name)
+    if spec.kind is SpecKind.OPEN_CLIP_DIR:
+        return load_open_clip_dir(config, encoder_location(spec, config), model_id=spec.repo_id)
+    assert spec.arch is not None and spec.weights is not None
+    return load_open_clip_arch(config, arch=spec.arch, weights=spec.weights)
 
 
 def build_encoder(config: EncoderConfig) -> Encoder:
@@ -30,15 +51,6 @@ def build_encoder(config: EncoderConfig) -> Encoder:
         UnknownNameError: the name is not registered and not a known scheme.
         ModelNotFoundError: the weights are not available locally (the message says how to pull).
         EncoderError: the weights are there but cannot be loaded.
-        ConfigError: bad device or precision.
+        ConfigError: a malformed name, bad device or precision.
     """
-    spec = parse_encoder_spec(config.name)
-    if spec.kind is SpecKind.REGISTERED:
-        _, factory = registered(spec.name)
-        return factory(config, _location(spec, config))
-    if spec.kind is SpecKind.HF:
-        return load_hf_clip(config, _location(spec, config), model_id=spec.repo_id)
-    if spec.kind is SpecKind.OPEN_CLIP_DIR:
-        return load_open_clip_dir(config, _location(spec, config), model_id=spec.repo_id)
-    assert spec.arch is not None and spec.weights is not None
-    return load_open_clip_arch(config, arch=spec.arch, weights=spec.weights)
+    return ENCODERS.build(config.name, config)

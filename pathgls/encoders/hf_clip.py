@@ -1,4 +1,4 @@
-"""Hugging Face ``CLIPModel`` encoders: PLIP and any ``hf:<repo-or-dir>``.
+"""Hugging Face ``CLIPModel`` encoders: PLIP and any ``hf:<model>``.
 
 The model, its tokenizer and its image-processor config are read from a local directory with
 ``local_files_only=True``; the processor config only supplies the numbers (input size, resize
@@ -17,6 +17,7 @@ from pathgls.encoders.base import ClipEncoder, TorchPreprocess
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError
 from pathgls.hub import store as hub
+from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
 from pathgls.hub.hf import load_checked, saved_precision
 
@@ -150,8 +151,7 @@ def load_hf_clip(
 @register_encoder(
     "plip",
     description="PLIP: CLIP ViT-B/32 fine-tuned on OpenPath pathology image–text pairs",
-    repo_id="vinid/plip",
-    kind="hf_clip",
+    backend="hf_clip",
 )
 def _plip(config: EncoderConfig, location: str) -> ClipEncoder:
-    return load_hf_clip(config, location, model_id="vinid/plip")
+    return load_hf_clip(config, location, model_id=model_card("plip").repo)

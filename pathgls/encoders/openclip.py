@@ -23,6 +23,7 @@ from pathgls.encoders.base import ClipEncoder, TorchPreprocess
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError, UnknownNameError
 from pathgls.hub import store as hub
+from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision
 
 # Weight files open_clip looks for in a directory, best first.
@@ -235,8 +236,7 @@ def load_open_clip_arch(config: EncoderConfig, *, arch: str, weights: str) -> Cl
 @register_encoder(
     "quiltnet",
     description="QuiltNet: open_clip ViT-B/32 trained on Quilt-1M histopathology video frames",
-    repo_id="wisdomik/QuiltNet-B-32",
-    kind="open_clip",
+    backend="open_clip",
 )
 def _quiltnet(config: EncoderConfig, location: str) -> ClipEncoder:
-    return load_open_clip_dir(config, location, model_id="wisdomik/QuiltNet-B-32")
+    return load_open_clip_dir(config, location, model_id=model_card("quiltnet").repo)

@@ -1,56 +1,54 @@
-"""Encoder registry and the one parser of encoder names.
+"""The encoder registry and the one parser of encoder names.
 
-Named encoders are small factory functions registered with :func:`register_encoder`; the
-generic schemes (``hf:...``, ``open_clip:...``) are recognised by :func:`parse_encoder_spec`,
-the only place where an encoder name is taken apart. Nothing else in pathgls inspects the
-text of an encoder name.
+Encoder names follow pathgls's spec grammar (:mod:`pathgls.registry`): ``kind[:arg]``, and a
+model location is a repo id (``org/name[@revision]``) or an explicit local path (``dir:``,
+``/``, ``./``, ``../``, ``~``). Accepted names:
 
-Accepted names:
-
-- a registered name: ``plip``, ``quiltnet``, ``conch`` (see :func:`list_encoders`);
-- ``hf:<repo-id-or-local-dir>``: any Hugging Face ``CLIPModel``;
-- ``open_clip:hf-hub:<repo-id>``: an open_clip model published with ``open_clip_config.json``;
-- ``open_clip:<local-dir>``: a directory with ``open_clip_config.json`` and weights;
+- a named model: ``plip``, ``quiltnet``, ``conch`` — registered with :func:`register_encoder`;
+  their weights are the repo of the model card of the same name (``resources/models.toml``);
+- ``hf:<model>``: any Hugging Face ``CLIPModel`` (repo id or local directory);
+- ``open_clip:hf-hub:<repo>``: an open_clip model published with ``open_clip_config.json``;
+- ``open_clip:<path>``: a local directory with ``open_clip_config.json`` and weights;
 - ``open_clip:<arch>:<pretrained-tag-or-weights-file>``: a built-in open_clip architecture.
+
+:func:`parse_encoder_spec` is the only place where an encoder name is taken apart; the
+``hf`` and ``open_clip`` entries are registered by :mod:`pathgls.encoders.factory`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pathgls.errors import ConfigError, UnknownNameError
+from pathgls.errors import ConfigError
+from pathgls.hub import store as hub
+from pathgls.hub.cards import model_card
+from pathgls.registry import ModelRef, Registry, RegistryEntry, parse_model_ref, parse_spec
 
 if TYPE_CHECKING:
     from pathgls.config import EncoderConfig
     from pathgls.encoders.base import Encoder
 
-#: A factory builds an encoder from the config and the local model directory.
-EncoderFactory = Callable[["EncoderConfig", str], "Encoder"]
+#: A named model's loader builds an encoder from the config and the local model directory.
+EncoderLoader = Callable[["EncoderConfig", str], "Encoder"]
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: Every encoder name: factories ``(argument, config) -> Encoder``.
+ENCODERS: Registry[Encoder] = Registry("encoder")
 
-
-@dataclass(frozen=True)
-class EncoderInfo:
-    """What :func:`list_encoders` shows about a registered encoder."""
-
-    name: str
-    description: str
-    repo_id: str  # Hugging Face repo id the weights come from
-    backend: str  # "hf_clip" or "open_clip"
+_OPEN_CLIP_FORMS = (
+    "open_clip:hf-hub:<org>/<name>, open_clip:<path> (dir:<path>, /, ./, ../ or ~) or "
+    "open_clip:<arch>:<pretrained-tag-or-weights-file>"
+)
 
 
 class SpecKind(Enum):
     """The shape of an encoder name, as found by :func:`parse_encoder_spec`."""
 
     REGISTERED = "registered"  # plip, quiltnet, conch, ...
-    HF = "hf"  # hf:<repo-or-dir>
-    OPEN_CLIP_DIR = "open_clip_dir"  # open_clip:hf-hub:<repo> or open_clip:<dir>
+    HF = "hf"  # hf:<model>
+    OPEN_CLIP_DIR = "open_clip_dir"  # open_clip:hf-hub:<repo> or open_clip:<path>
     OPEN_CLIP_ARCH = "open_clip_arch"  # open_clip:<arch>:<tag-or-file>
 
 
@@ -59,10 +57,11 @@ class EncoderSpec:
     """A parsed encoder name.
 
     Attributes:
-        spec: The name as given.
+        spec: The name as given (trimmed).
         kind: Its shape.
         name: Registered name (``REGISTERED``), else the spec itself.
-        repo_id: Hugging Face repo id to look up locally (None for a directory or a tag).
+        repo_id: Hugging Face repo id to look up locally (None for a path or a tag).
+        revision: Revision asked for with ``@`` (None: whatever copy is local).
         path: Local directory or weights file given directly (None otherwise).
         arch: open_clip architecture (``OPEN_CLIP_ARCH`` only).
         weights: open_clip pretrained tag or weights file (``OPEN_CLIP_ARCH`` only).
@@ -72,117 +71,121 @@ class EncoderSpec:
     kind: SpecKind
     name: str
     repo_id: str | None = None
+    revision: str | None = None
     path: str | None = None
     arch: str | None = None
     weights: str | None = None
 
-
-@dataclass(frozen=True)
-class _Entry:
-    info: EncoderInfo
-    factory: EncoderFactory
-
-
-_REGISTRY: dict[str, _Entry] = {}
+    @property
+    def ref(self) -> ModelRef | None:
+        """The model location as a :class:`~pathgls.registry.ModelRef` (None for a tag)."""
+        if self.path is not None:
+            return ModelRef(text=self.path, path=self.path)
+        if self.repo_id is not None:
+            text = self.repo_id + (f"@{self.revision}" if self.revision else "")
+            return ModelRef(text=text, repo_id=self.repo_id, revision=self.revision)
+        return None
 
 
 def register_encoder(
-    name: str, *, description: str, repo_id: str, kind: str
-) -> Callable[[EncoderFactory], EncoderFactory]:
-    """Register a factory ``(config, location) -> Encoder`` under ``name``.
+    name: str, *, description: str, backend: str
+) -> Callable[[EncoderLoader], EncoderLoader]:
+    """Register a named model's loader ``(config, location) -> Encoder`` under ``name``.
+
+    The weights are those of the model card ``name`` (its repo, found locally by
+    :func:`pathgls.hub.store.resolve_model`); the card is read when the encoder is built.
 
     Args:
-        name: Registry name (lower case, no ``:``).
-        description: One line shown by ``pathgls models list``.
-        repo_id: Hugging Face repo the weights come from (what ``pathgls models pull`` fetches).
-        kind: Backend, ``hf_clip`` or ``open_clip``.
-    """
-    if not name or ":" in name or name != name.strip().lower():
-        raise ConfigError(f"invalid encoder registry name {name!r}")
-
-    def decorator(factory: EncoderFactory) -> EncoderFactory:
-        if name in _REGISTRY and _REGISTRY[name].factory is not factory:
-            raise ConfigError(f"encoder {name!r} is registered twice")
-        _REGISTRY[name] = _Entry(EncoderInfo(name, description, repo_id, kind), factory)
-        return factory
-
-    return decorator
-
-
-def list_encoders() -> list[EncoderInfo]:
-    """The registered encoders, sorted by name."""
-    return [_REGISTRY[n].info for n in sorted(_REGISTRY)]
-
-
-def registered(name: str) -> tuple[EncoderInfo, EncoderFactory]:
-    """Info and factory of a registered name.
+        name: Registry name, also the model card's name.
+        description: One line shown by ``pathgls list``.
+        backend: ``hf_clip`` or ``open_clip``.
 
     Raises:
-        UnknownNameError: the name is not registered (the message lists the known names).
+        ConfigError: an invalid or duplicate name.
     """
-    try:
-        entry = _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError(_unknown_message(name)) from None
-    return entry.info, entry.factory
+
+    def deco(loader: EncoderLoader) -> EncoderLoader:
+        def factory(argument: str, config: EncoderConfig) -> Encoder:
+            del argument  # a named model takes none (the registry refuses one)
+            spec = parse_encoder_spec(config.name)
+            location = encoder_location(spec, config)
+            return loader(config, location)
+
+        ENCODERS.register(name, description=description, backend=backend, card=name)(factory)
+        return loader
+
+    return deco
 
 
-def _unknown_message(spec: str) -> str:
-    known = ", ".join(sorted(_REGISTRY)) or "(none registered)"
-    return (
-        f"unknown encoder {spec!r}; known names: {known}; or use hf:<repo-or-dir>, "
-        "open_clip:hf-hub:<repo>, open_clip:<dir> or open_clip:<arch>:<tag-or-weights-file>"
-    )
-
-
-def _looks_like_path(text: str) -> bool:
-    return text.startswith(("/", ".", "~")) or Path(text).expanduser().exists()
+def list_encoders() -> list[RegistryEntry[Encoder]]:
+    """Every encoder name and scheme, sorted (``meta["card"]`` names a model's card)."""
+    return ENCODERS.entries()
 
 
 def parse_encoder_spec(spec: str) -> EncoderSpec:
     """Parse an encoder name (see the module docstring for the accepted forms).
 
     Raises:
-        UnknownNameError: the name is neither registered nor one of the schemes.
-        ConfigError: a scheme is used with a malformed argument.
+        UnknownNameError: the kind is neither a named model nor a scheme.
+        ConfigError: a malformed argument, or an argument after a named model.
     """
-    text = spec.strip()
-    scheme, sep, rest = text.partition(":")
-    if not sep:
-        if text in _REGISTRY:
-            return EncoderSpec(
-                spec, SpecKind.REGISTERED, text, repo_id=_REGISTRY[text].info.repo_id
-            )
-        raise UnknownNameError(_unknown_message(spec))
-    if scheme == "hf":
-        if not rest:
-            raise ConfigError(f"{spec!r}: expected hf:<repo-id-or-local-dir>")
-        if _looks_like_path(rest):
-            return EncoderSpec(spec, SpecKind.HF, text, path=str(Path(rest).expanduser()))
-        if not _REPO_ID.match(rest):
-            raise ConfigError(
-                f"{spec!r}: {rest!r} is neither a directory nor an <org>/<name> repo id"
-            )
-        return EncoderSpec(spec, SpecKind.HF, text, repo_id=rest)
-    if scheme == "open_clip":
-        return _parse_open_clip(spec, rest)
-    raise UnknownNameError(_unknown_message(spec))
-
-
-def _parse_open_clip(spec: str, rest: str) -> EncoderSpec:
-    if rest.startswith("hf-hub:"):
-        repo = rest[len("hf-hub:") :]
-        if not _REPO_ID.match(repo):
-            raise ConfigError(f"{spec!r}: expected open_clip:hf-hub:<org>/<name>")
-        return EncoderSpec(spec, SpecKind.OPEN_CLIP_DIR, spec.strip(), repo_id=repo)
-    if rest and Path(rest).expanduser().is_dir():
+    parsed, entry = ENCODERS.parse(spec)
+    card = entry.meta.get("card")
+    if card is not None:
         return EncoderSpec(
-            spec, SpecKind.OPEN_CLIP_DIR, spec.strip(), path=str(Path(rest).expanduser())
+            parsed.text, SpecKind.REGISTERED, parsed.kind, repo_id=model_card(card).repo
         )
-    arch, sep, weights = rest.partition(":")
-    if not arch or not sep or not weights:
-        raise ConfigError(
-            f"{spec!r}: expected open_clip:<arch>:<pretrained-tag-or-weights-file>, "
-            "open_clip:hf-hub:<repo> or open_clip:<existing-dir>"
+    if parsed.kind == "hf":
+        ref = parse_model_ref(parsed.arg, what=parsed.text)
+        return EncoderSpec(
+            parsed.text, SpecKind.HF, parsed.text, ref.repo_id, ref.revision, ref.path
         )
-    return EncoderSpec(spec, SpecKind.OPEN_CLIP_ARCH, spec.strip(), arch=arch, weights=weights)
+    if parsed.kind == "open_clip":
+        return _parse_open_clip(parsed.text, parsed.arg)
+    raise ConfigError(f"encoder {parsed.text!r}: {entry.name} has no parser")  # pragma: no cover
+
+
+def _parse_open_clip(text: str, arg: str) -> EncoderSpec:
+    if not arg:
+        raise ConfigError(f"{text!r}: expected {_OPEN_CLIP_FORMS}")
+    inner = parse_spec(arg, what=text)
+    if inner.kind == "hf-hub":
+        ref = parse_model_ref(inner.arg, what=text)
+        if ref.repo_id is None:
+            raise ConfigError(f"{text!r}: expected open_clip:hf-hub:<org>/<name>")
+        return EncoderSpec(text, SpecKind.OPEN_CLIP_DIR, text, ref.repo_id, ref.revision)
+    try:
+        ref = parse_model_ref(arg, what=text)
+    except ConfigError:
+        ref = None
+    if ref is not None and ref.path is not None:
+        return EncoderSpec(text, SpecKind.OPEN_CLIP_DIR, text, path=ref.path)
+    if not inner.arg:
+        raise ConfigError(f"{text!r}: expected {_OPEN_CLIP_FORMS}")
+    return EncoderSpec(text, SpecKind.OPEN_CLIP_ARCH, text, arch=inner.kind, weights=inner.arg)
+
+
+def encoder_location(spec: EncoderSpec, config: EncoderConfig) -> str:
+    """Local directory (or file) of a spec with a repo id or a path (never downloads).
+
+    Raises:
+        ModelNotFoundError: not available locally (the message names the pull command).
+        ConfigError: the spec names no location (an open_clip tag).
+    """
+    ref = spec.ref
+    if ref is None:
+        raise ConfigError(f"encoder {spec.spec!r} names no model location")
+    if spec.kind is SpecKind.HF:  # hf:<model>: the message also says how to name a directory
+        return str(hub.resolve_ref(ref, name=spec.spec, models_dir=config.models_dir))
+    if ref.path is not None:
+        return str(hub.resolve_path(ref.path, name=spec.spec))
+    assert ref.repo_id is not None
+    return str(
+        hub.resolve_model(
+            ref.repo_id,
+            name=spec.spec,
+            pull_name=spec.name if spec.kind is SpecKind.REGISTERED else None,
+            models_dir=config.models_dir,
+            revision=ref.revision,
+        )
+    )

@@ -23,6 +23,7 @@ from pathgls.config import PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
+from pathgls.registry import parse_spec
 from pathgls.tiling import make_grid, open_slide, slide_sha256, stream_patches
 
 log = logging.getLogger("pathgls.features.extract")
@@ -53,7 +54,8 @@ class ExtractResult:
 
 def encoder_slug(name: str) -> str:
     """Filesystem-safe short name of an encoder spec (``hf:/x/tiny-clip`` → ``hf-tiny-clip``)."""
-    scheme, _, rest = name.partition(":")
+    spec = parse_spec(name, what="encoder")
+    scheme, rest = spec.kind, spec.arg
     if not rest:
         return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "encoder"
     tail = Path(rest.rstrip("/")).name or rest

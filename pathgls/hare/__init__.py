@@ -20,6 +20,8 @@ from pathgls.hare.metric import (
     normalise_text,
 )
 from pathgls.hare.models import (
+    HARE_EMBEDDERS,
+    HARE_RELATIONS,
     HARE_SPECS,
     OFFLINE_SPECS,
     GraphRelations,
@@ -32,6 +34,8 @@ from pathgls.hare.models import (
 )
 
 __all__ = [
+    "HARE_EMBEDDERS",
+    "HARE_RELATIONS",
     "HARE_SPECS",
     "OFFLINE_SPECS",
     "EmptyReportWarning",

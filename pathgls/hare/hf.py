@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import ConfigError
 from pathgls.hare.metric import HareConfig, HareError
+from pathgls.registry import parse_model_ref
 from pathgls.text import AnalyzedReport
 from pathgls.text.base import ParsedReport
 from pathgls.types import Entity, Relation
@@ -94,6 +94,9 @@ class HFRelationClassifier:
     scope: str = "sentence"
     batch_size: int = 32
     max_length: int = 512
+    model_id: str = ""  # repo id or directory the weights came from
+    revision: str | None = None  # commit of the weights when known
+    random_weights: bool = False  # a randomly initialised test model
     _names: list[str | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -174,6 +177,9 @@ class HFCLSEmbedder:
     device: str = "cpu"
     batch_size: int = 256
     max_length: int = 30
+    model_id: str = ""  # repo id or directory the weights came from
+    revision: str | None = None  # commit of the weights when known
+    random_weights: bool = False  # a randomly initialised test model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``(n, d)`` float32 unit rows, one per text (batched, shortest first)."""
@@ -196,25 +202,21 @@ class HFCLSEmbedder:
 
 
 def _load(model_class: Any, argument: str, scheme: str, what: str, device: str) -> tuple:
-    """Model and tokenizer of ``<repo-or-dir>`` from local files (never downloads).
+    """Model, tokenizer, label and provenance of a model location, from local files only.
 
-    The weights must cover the model (its pooler aside: the CLS embedder never reads it).
+    The location is a repo id or a local path (:func:`pathgls.registry.parse_model_ref`). The
+    weights must cover the model (its pooler aside: the CLS embedder never reads it).
+    Provenance is ``(model_id, revision, random_weights)``.
     """
-    from pathlib import Path
-
     from transformers import AutoTokenizer
 
     from pathgls.hub import store as hub
     from pathgls.hub.device import resolve_device
     from pathgls.hub.hf import quiet_loading
 
-    arg, label = str(argument).strip(), f"{scheme}:{str(argument).strip()}"
-    if arg.startswith(("/", ".", "~")) or (arg and Path(arg).expanduser().exists()):
-        location = str(hub.resolve_path(arg, name=label))
-    elif re.match(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$", arg):
-        location = str(hub.resolve_model(arg, name=label, pull_name=f"hf:{arg}"))
-    else:
-        raise ConfigError(f"{label}: {arg!r} is neither a directory nor an <org>/<name> repo id")
+    label = f"{scheme}:{str(argument).strip()}"
+    ref = parse_model_ref(str(argument), what=label)
+    location = str(hub.resolve_ref(ref, name=label))
     try:
         with quiet_loading():
             model, info = model_class.from_pretrained(
@@ -230,8 +232,11 @@ def _load(model_class: Any, argument: str, scheme: str, what: str, device: str) 
             f"{label}: weights in {location} do not cover {what} ({len(missing)} missing, "
             f"e.g. {sorted(missing)[:3]})"
         )
-    hub.weights_provenance(location, label=label)  # warns about random test weights
-    return model.to(resolve_device(device)).eval(), tokenizer, label
+    repo, revision, random_weights = hub.weights_provenance(
+        location, label=label
+    )  # warns if random
+    provenance = (ref.repo_id or repo or location, revision, random_weights)
+    return model.to(resolve_device(device)).eval(), tokenizer, label, provenance
 
 
 def load_hare_re(location: str, *, config: HareConfig | None = None) -> HFRelationClassifier:
@@ -244,12 +249,13 @@ def load_hare_re(location: str, *, config: HareConfig | None = None) -> HFRelati
     from transformers import AutoModelForSequenceClassification
 
     cfg = config or HareConfig()
-    model, tokenizer, label = _load(
+    model, tokenizer, label, (model_id, revision, random_weights) = _load(
         AutoModelForSequenceClassification, location, "hare-re", "a pair classifier", cfg.device
     )
     id2label = model.config.id2label or {}
     return HFRelationClassifier(
-        model=model, tokenizer=tokenizer, name=label,
+        model=model, tokenizer=tokenizer, name=label, model_id=model_id, revision=revision,
+        random_weights=random_weights,
         labels=[str(id2label.get(i, f"LABEL_{i}")) for i in range(model.config.num_labels)],
         device=str(next(model.parameters()).device), threshold=cfg.re_threshold,
         scope=cfg.re_scope, batch_size=cfg.re_batch_size, max_length=cfg.re_max_length,
@@ -266,8 +272,11 @@ def load_hf_cls(location: str, *, config: HareConfig | None = None) -> HFCLSEmbe
     from transformers import AutoModel
 
     cfg = config or HareConfig()
-    model, tokenizer, label = _load(AutoModel, location, "hf-cls", "a text encoder", cfg.device)
+    model, tokenizer, label, (model_id, revision, random_weights) = _load(
+        AutoModel, location, "hf-cls", "a text encoder", cfg.device
+    )
     return HFCLSEmbedder(
-        model=model, tokenizer=tokenizer, name=label,
+        model=model, tokenizer=tokenizer, name=label, model_id=model_id, revision=revision,
+        random_weights=random_weights,
         device=str(next(model.parameters()).device), batch_size=cfg.embed_batch_size,
     )  # fmt: skip

@@ -54,14 +54,15 @@ import numpy as np
 from pathgls.errors import ConfigError, HareInputError
 from pathgls.errors import EmptyReportWarning as EmptyReportWarning  # re-exported
 from pathgls.errors import HareError as HareError  # re-exported
+from pathgls.hub.cards import model_card
 from pathgls.text.base import HARE_TYPES
 from pathgls.types import Relation
 
 logger = logging.getLogger(__name__)
 
 #: Hugging Face repos of HARE's relation and alignment models.
-HARE_RE_REPO = "knowlab-research/HARE-RE"
-HARE_ALIGNMENT_REPO = "knowlab-research/HARE-alignment"
+HARE_RE_REPO = model_card("hare-re").repo
+HARE_ALIGNMENT_REPO = model_card("hare-alignment").repo
 #: Report-graph relation types that correspond to HARE's annotated relations.
 GRAPH_RELATION_TYPES = ("modifier_of", "result_of", "located_in")
 

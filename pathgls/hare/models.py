@@ -1,7 +1,9 @@
 """The models HARE runs on, named by spec, and scoring many report pairs with them.
 
-:func:`build_hare_models` builds an entity extractor, an embedder and a relation backend from
-:class:`HareSpecs` (offline: :data:`OFFLINE_SPECS`; HARE's own models: :data:`HARE_SPECS`);
+:func:`build_hare_models` builds an entity extractor (the extractor registry), an embedder
+(:data:`HARE_EMBEDDERS`) and a relation backend (:data:`HARE_RELATIONS`) from :class:`HareSpecs`
+in pathgls's spec grammar (offline: :data:`OFFLINE_SPECS`; HARE's own models, from their model
+cards: :data:`HARE_SPECS`);
 :func:`prepare_reports` runs them once per report and :func:`score_pairs` scores aligned pairs.
 """
 
@@ -30,9 +32,10 @@ from pathgls.hare.metric import (
     HareResult,
     hare_score,
 )
-from pathgls.text import AnalyzedReport, analyze_report, build_extractor
-from pathgls.text.base import EntityExtractor, to_hare_type
-from pathgls.text.embedders import TextEmbedder, build_embedder
+from pathgls.registry import Registry
+from pathgls.text import AnalyzedReport, analyze_report
+from pathgls.text.base import EXTRACTORS, EntityExtractor, to_hare_type
+from pathgls.text.embedders import SentenceTransformerEmbedder, TextEmbedder, build_embedder
 from pathgls.text.hf_ner import HARE_NER_REPO
 from pathgls.types import Relation
 
@@ -63,16 +66,88 @@ class GraphRelations:
 
 @dataclass(frozen=True)
 class HareSpecs:
-    """Which models HARE uses, by spec."""
+    """Which models HARE uses, by spec (see :data:`HARE_RELATIONS`, :data:`HARE_EMBEDDERS`)."""
 
-    ner: str  # "lexicon", "hf-ner:<repo-or-dir>", or any extractor spec
-    embedder: str  # "minilm", "st:<dir>", "hf-cls:<repo-or-dir>"
-    relations: str  # "graph", "graph:<type,type>", "graph:all", "hare-re:<repo-or-dir>"
+    ner: str  # any entity extractor spec: "lexicon", "hf-ner:<model>", ...
+    embedder: str  # "minilm", "st:<model>", "hf-cls:<model>"
+    relations: str  # "graph", "graph:<type,type>", "graph:all", "hare-re:<model>"
+
+
+#: HARE's relation backends: factories ``(argument, config) -> RelationBackend``.
+HARE_RELATIONS: Registry[RelationBackend] = Registry(
+    "hare-relations", label="HARE relation backend"
+)
+#: HARE's entity embedders: factories ``(argument, config) -> TextEmbedder``.
+HARE_EMBEDDERS: Registry[TextEmbedder] = Registry("hare-embedder", label="HARE embedder")
+
+
+@HARE_RELATIONS.register(
+    "graph",
+    description="the report graph's rule-based relations, of HARE's three types by default; "
+    f"'all' or a comma list of {', '.join(sorted(_GRAPH_TYPES))}",
+    argument="[all|<type,...>]",
+)
+def _graph_relations(argument: str, config: HareConfig) -> RelationBackend:
+    types = tuple(t.strip() for t in argument.split(",") if t.strip())
+    unknown = sorted(set(types) - _GRAPH_TYPES - {"all"})
+    if unknown:
+        raise UnknownNameError(
+            f"unknown relation type(s) {', '.join(map(repr, unknown))} in 'graph:{argument}'; "
+            f"known: graph, graph:all, graph:<type,...> (of {', '.join(sorted(_GRAPH_TYPES))}), "
+            "hare-re:<model>"
+        )
+    return GraphRelations(None if "all" in types else types or GRAPH_RELATION_TYPES)
+
+
+@HARE_RELATIONS.register(
+    "hare-re",
+    description="a pair classifier over [E1]/[E2]-marked entity pairs (HARE-RE), local weights",
+    argument="<model>",
+    cards=("hare-re",),
+)
+def _hare_re(argument: str, config: HareConfig) -> RelationBackend:
+    from pathgls.hare.hf import load_hare_re
+
+    return load_hare_re(argument, config=config)
+
+
+def _text_embedder(spec: str, config: HareConfig) -> TextEmbedder:
+    embedder = build_embedder(spec)
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        embedder.batch_size = config.embed_batch_size
+    return embedder
+
+
+@HARE_EMBEDDERS.register(
+    "minilm", description="MiniLM sentence embeddings of the entity texts (offline)", card="minilm"
+)
+def _minilm(argument: str, config: HareConfig) -> TextEmbedder:
+    return _text_embedder("minilm", config)
+
+
+@HARE_EMBEDDERS.register(
+    "st", description="a sentence-transformers model's embeddings", argument="<model>"
+)
+def _sentence_transformer(argument: str, config: HareConfig) -> TextEmbedder:
+    return _text_embedder(f"st:{argument}", config)
+
+
+@HARE_EMBEDDERS.register(
+    "hf-cls",
+    description="a transformer's normalised CLS vector (HARE-alignment), local weights",
+    argument="<model>",
+    cards=("hare-alignment",),
+)
+def _hf_cls(argument: str, config: HareConfig) -> TextEmbedder:
+    from pathgls.hare.hf import load_hf_cls
+
+    return load_hf_cls(argument, config=config)
 
 
 #: HARE offline: lexicon entities, MiniLM embeddings, report-graph relations.
 OFFLINE_SPECS = HareSpecs(ner="lexicon", embedder="minilm", relations="graph")
-#: HARE's own models (local weights; ``pathgls models pull hf:<repo>`` fetches them).
+#: HARE's own models, from their model cards (local weights; ``pathgls models pull hare-ner``
+#: etc. fetch them).
 HARE_SPECS = HareSpecs(
     ner=f"hf-ner:{HARE_NER_REPO}",
     embedder=f"hf-cls:{HARE_ALIGNMENT_REPO}",
@@ -95,50 +170,24 @@ def build_hare_models(
 ) -> HareModels:
     """Build the extractor, embedder and relation backend named by ``specs``.
 
-    ``hf-ner`` is loaded with ``config.ner_threshold`` (and ConText negation when
-    ``config.negation_aware``); ``hare-re`` and ``hf-cls`` with the config's batch options.
+    The extractor comes from the extractor registry; the options its entry declares
+    (``meta["options"]``: ``hf-ner`` takes ``device``, ``threshold`` = ``config.ner_threshold``
+    and ``context`` = ``config.negation_aware``) are passed to it. ``hare-re`` and ``hf-cls``
+    get the config's batch options, ``minilm``/``st`` its embedding batch size.
 
     Raises:
-        UnknownNameError: an unknown scheme.
+        UnknownNameError: an unknown backend (the message lists the known ones).
+        ConfigError: a malformed spec.
         ModelNotFoundError: a model that is not available locally.
         HareError: weights that are not the expected kind of model.
     """
     cfg = config or HareConfig()
-    rel_scheme, _, rel_arg = specs.relations.partition(":")
-    types = tuple(t.strip() for t in rel_arg.split(",") if t.strip())
-    if not (
-        rel_scheme == "hare-re" or (rel_scheme == "graph" and set(types) <= _GRAPH_TYPES | {"all"})
-    ):
-        raise UnknownNameError(
-            f"unknown HARE relation backend {specs.relations!r}; known: graph, graph:all, "
-            f"graph:<type,...> (of {', '.join(sorted(_GRAPH_TYPES))}), hare-re:<repo-or-dir>"
-        )
-    relations: RelationBackend
-    if rel_scheme == "hare-re":
-        from pathgls.hare.hf import load_hare_re
-
-        relations = load_hare_re(rel_arg, config=cfg)
-    else:
-        relations = GraphRelations(None if "all" in types else types or GRAPH_RELATION_TYPES)
-    scheme, _, arg = specs.embedder.partition(":")
-    if scheme == "hf-cls":
-        from pathgls.hare.hf import load_hf_cls
-
-        embedder: TextEmbedder = load_hf_cls(arg, config=cfg)
-    else:
-        embedder = build_embedder(specs.embedder)
-        if hasattr(embedder, "batch_size"):
-            embedder.batch_size = cfg.embed_batch_size
-    scheme, _, arg = specs.ner.partition(":")
-    if scheme == "hf-ner":
-        from pathgls.text.hf_ner import load_hf_ner, resolve_location
-
-        extractor: EntityExtractor = load_hf_ner(
-            resolve_location(arg), name=specs.ner, device=cfg.device,
-            threshold=cfg.ner_threshold, context=cfg.negation_aware,
-        )  # fmt: skip
-    else:
-        extractor = build_extractor(specs.ner)
+    relations = HARE_RELATIONS.build(specs.relations, cfg)
+    embedder = HARE_EMBEDDERS.build(specs.embedder, cfg)
+    ner, entry = EXTRACTORS.parse(specs.ner)
+    offered = {"device": cfg.device, "threshold": cfg.ner_threshold, "context": cfg.negation_aware}
+    accepted = entry.meta.get("options", ())
+    extractor = EXTRACTORS.build(ner, **{k: v for k, v in offered.items() if k in accepted})
     return HareModels(extractor=extractor, embedder=embedder, relations=relations, specs=specs)
 
 

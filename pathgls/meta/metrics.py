@@ -1,9 +1,10 @@
 """Named reference-based report metrics, for ``pathgls meta`` and the benchmarks.
 
-``METRICS`` maps a name to a function ``(references, candidates, context) → one float per
-pair``. The :class:`MetricContext` loads the shared models (lexicon extractor, MiniLM, the
-BERTScore encoder) once, on first use, so a table of several metrics analyses each report and
-loads each model a single time.
+``METRICS`` (a :class:`~pathgls.registry.Registry`) maps a name to a function ``(references,
+candidates, context) → one float per pair``; every entry also says whether higher is better
+(``meta["higher_is_better"]``). The :class:`MetricContext` loads the shared models (lexicon
+extractor, MiniLM, the BERTScore encoder) once, on first use, so a table of several metrics
+analyses each report and loads each model a single time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pathgls.errors import UnknownNameError
+from pathgls.registry import Registry
 
 MetricFn = Callable[[Sequence[str], Sequence[str], "MetricContext"], list[float]]
 
@@ -45,46 +46,29 @@ class MetricContext:
         return self.get("embedder", lambda: build_embedder(self.embedder_spec))
 
 
-@dataclass
-class MetricRegistry:
-    """Metric name → function, with a one-line description each."""
-
-    functions: dict[str, MetricFn] = field(default_factory=dict)
-    descriptions: dict[str, str] = field(default_factory=dict)
-
-    def register(self, name: str, *, description: str) -> Callable[[MetricFn], MetricFn]:
-        def deco(fn: MetricFn) -> MetricFn:
-            self.functions[name] = fn
-            self.descriptions[name] = description
-            return fn
-
-        return deco
-
-    def get(self, name: str) -> MetricFn:
-        try:
-            return self.functions[name]
-        except KeyError as e:
-            raise UnknownNameError(
-                f"unknown metric {name!r}; known: {', '.join(sorted(self.functions))}"
-            ) from e
+#: Metric name → function (``METRICS.get(name).factory``); listed by ``pathgls list metric``.
+METRICS: Registry[list[float]] = Registry("metric")
 
 
-METRICS = MetricRegistry()
-
-
-@METRICS.register("bleu", description="sentence BLEU-4, effective order (sacrebleu)")
+@METRICS.register(
+    "bleu", description="sentence BLEU-4, effective order (sacrebleu)", higher_is_better=True
+)
 def _bleu(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.baselines.lexical import bleu_batch
 
     return [r.score for r in bleu_batch(candidates=cands, references=refs)]
 
 
-@METRICS.register("rouge1", description="ROUGE-1 F-measure (rouge-score, stemmed)")
+@METRICS.register(
+    "rouge1", description="ROUGE-1 F-measure (rouge-score, stemmed)", higher_is_better=True
+)
 def _rouge1(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     return [r.rouge1 for r in _rouge(refs, cands, ctx)]
 
 
-@METRICS.register("rougeL", description="ROUGE-L F-measure (rouge-score, stemmed)")
+@METRICS.register(
+    "rougeL", description="ROUGE-L F-measure (rouge-score, stemmed)", higher_is_better=True
+)
 def _rougel(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     return [r.rougeL for r in _rouge(refs, cands, ctx)]
 
@@ -96,7 +80,12 @@ def _rouge(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> lis
     return ctx.get(key, lambda: rouge_batch(candidates=cands, references=refs))
 
 
-@METRICS.register("bertscore", description="BERTScore F1, greedy matching (MiniLM by default)")
+@METRICS.register(
+    "bertscore",
+    description="BERTScore F1, greedy matching (MiniLM by default)",
+    higher_is_better=True,
+    cards=("minilm",),
+)
 def _bertscore(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.baselines.bertscore import BERTScoreConfig, bertscore, load_bertscorer
 
@@ -108,7 +97,9 @@ def _bertscore(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) ->
     return list(bertscore(candidates=cands, references=refs, scorer=scorer).f1)
 
 
-@METRICS.register("entity_f1", description="exact-match F1 over extracted entities")
+@METRICS.register(
+    "entity_f1", description="exact-match F1 over extracted entities", higher_is_better=True
+)
 def _entity_f1(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.baselines.entity_f1 import entity_f1_batch
 
@@ -117,7 +108,11 @@ def _entity_f1(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) ->
     ]
 
 
-@METRICS.register("hare", description="HARE offline: lexicon entities, MiniLM, graph relations")
+@METRICS.register(
+    "hare",
+    description="HARE offline: lexicon entities, MiniLM, graph relations",
+    higher_is_better=True,
+)
 def _hare(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.hare.models import build_hare_models, score_pairs
 
@@ -125,7 +120,11 @@ def _hare(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list
     return [r.score for r in score_pairs(references=refs, candidates=cands, models=models)]
 
 
-@METRICS.register("dxalign", description="DxAlign: candidate diagnosis vs reference (pathgls)")
+@METRICS.register(
+    "dxalign",
+    description="DxAlign: candidate diagnosis vs reference (pathgls)",
+    higher_is_better=True,
+)
 def _dxalign(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.baselines.dxalign import dxalign_scores
 
@@ -152,6 +151,6 @@ def compute_metrics(
     """
     if len(references) != len(candidates):
         raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-    fns = {n: METRICS.get(n) for n in names}
+    fns = {n: METRICS.get(n).factory for n in names}
     ctx = context or MetricContext()
     return {n: [float(v) for v in fn(references, candidates, ctx)] for n, fn in fns.items()}

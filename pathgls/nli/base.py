@@ -1,19 +1,19 @@
 """The NLI scorer protocol and its registry.
 
 An NLI scorer gives, for aligned lists of premises and hypotheses, the probability that the
-hypothesis *contradicts* the premise. Backends: ``hf:<repo-or-dir>`` (any Hugging Face
-sequence classifier with an NLI head) and ``rules`` (offline clinical contradiction rules).
+hypothesis *contradicts* the premise. Backends: ``hf[:<model>]`` (any Hugging Face sequence
+classifier with an NLI head) and ``rules`` (offline clinical contradiction rules).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from pathgls.errors import UnknownNameError
+from pathgls.registry import Registry
 
 
 @runtime_checkable
@@ -36,33 +36,7 @@ class RuleHit:
     explanation: str
 
 
-NLIFactory = Callable[[str], NLIScorer]
-
-
-@dataclass
-class NLIRegistry:
-    """Scheme → factory: ``build("hf:/models/nli")`` calls the ``hf`` factory with the rest."""
-
-    factories: dict[str, NLIFactory] = field(default_factory=dict)
-    descriptions: dict[str, str] = field(default_factory=dict)
-
-    def register(self, scheme: str, *, description: str) -> Callable[[NLIFactory], NLIFactory]:
-        def deco(fn: NLIFactory) -> NLIFactory:
-            self.factories[scheme] = fn
-            self.descriptions[scheme] = description
-            return fn
-
-        return deco
-
-    def build(self, spec: str) -> NLIScorer:
-        scheme, _, arg = spec.partition(":")
-        if scheme not in self.factories:
-            raise UnknownNameError(
-                f"unknown NLI backend {spec!r}; known: {', '.join(sorted(self.factories))}"
-            )
-        return self.factories[scheme](arg)
-
-
-#: The NLI registry (filled by the backend modules when ``pathgls.nli`` is imported).
-NLI_BACKENDS = NLIRegistry()
+#: The NLI registry: factories ``(argument) -> NLIScorer`` (filled by the backend modules when
+#: ``pathgls.nli`` is imported). ``build("hf:/models/nli")`` calls the ``hf`` factory.
+NLI_BACKENDS: Registry[NLIScorer] = Registry("nli", label="NLI backend")
 register_nli = NLI_BACKENDS.register

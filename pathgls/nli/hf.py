@@ -1,11 +1,13 @@
-"""Hugging Face NLI backend: ``hf:<repo-or-dir>``, any sequence classifier with an NLI head.
+"""Hugging Face NLI backend: ``hf:<model>``, any sequence classifier with an NLI head.
 
-The default model is ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli`` (DeBERTa-v3-base fine-tuned
-on MultiNLI, Fever-NLI and ANLI, the paper's backbone); ``pritamdeka/PubMedBERT-MNLI-MedNLI``
-(PubMedBERT fine-tuned on MNLI then MedNLI) is the biomedical alternative. Weights are read from
-local directories only (:mod:`pathgls.hub.store`: the models directory, then the Hugging Face
-cache); a missing model is a :class:`~pathgls.errors.ModelNotFoundError` that names the
-``pathgls models pull hf:<repo>`` command.
+``<model>`` is a repo id (``org/name[@revision]``) or a local path (``dir:``, ``/``, ``./``,
+``../``, ``~``; see :func:`pathgls.registry.parse_model_ref`). The default model is the
+``nli-deberta`` model card (``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``: DeBERTa-v3-base
+fine-tuned on MultiNLI, Fever-NLI and ANLI, the paper's backbone); ``nli-pubmedbert``
+(``pritamdeka/PubMedBERT-MNLI-MedNLI``: PubMedBERT fine-tuned on MNLI then MedNLI) is the
+biomedical alternative. Weights are read from local directories only (:mod:`pathgls.hub.store`:
+the models directory, then the Hugging Face cache); a missing model is a
+:class:`~pathgls.errors.ModelNotFoundError` that names the ``pathgls models pull`` command.
 
 Which output is "contradiction" is read from ``config.id2label`` by label *name* — checkpoints
 disagree on the order (MoritzLaurer: entailment, neutral, contradiction; PubMedBERT-MNLI-MedNLI:
@@ -30,22 +32,23 @@ import torch
 
 from pathgls.errors import ConfigError, EncoderError
 from pathgls.hub import store as hub
+from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
 from pathgls.hub.hf import load_checked, model_max_length, saved_precision
 from pathgls.nli.base import register_nli
+from pathgls.registry import parse_model_ref
 
 logger = logging.getLogger(__name__)
 
 #: The default ``hf`` model: DeBERTa-v3-base fine-tuned for NLI (MNLI + Fever-NLI + ANLI).
-DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"
+DEFAULT_NLI_MODEL = model_card("nli-deberta").repo
 #: A biomedical alternative: PubMedBERT fine-tuned on MNLI, then MedNLI.
-MEDICAL_NLI_MODEL = "pritamdeka/PubMedBERT-MNLI-MedNLI"
+MEDICAL_NLI_MODEL = model_card("nli-pubmedbert").repo
 #: Column order of :meth:`HFNLIScorer.probabilities`.
 NLI_CLASSES = ("entailment", "neutral", "contradiction")
 
 Truncation = Literal["longest_first", "only_first"]
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # A label name (lower case, letters only) names a class when it starts with one of these.
 _LABEL_PREFIXES = {
     "entailment": ("entail",),
@@ -105,7 +108,7 @@ def map_nli_labels(id2label: Mapping[int, str] | Mapping[str, str]) -> dict[str,
 class HFNLIScorer:
     """A loaded Hugging Face NLI classifier, scoring premise/hypothesis pairs in batches.
 
-    Build it with :func:`load_hf_nli` or ``NLI_BACKENDS.build("hf:<repo-or-dir>")``.
+    Build it with :func:`load_hf_nli` or ``NLI_BACKENDS.build("hf:<model>")``.
 
     Attributes:
         name: The spec it was built from (``hf:...``).
@@ -382,40 +385,34 @@ def load_hf_nli(
     )
 
 
-def _looks_like_path(text: str) -> bool:
-    return text.startswith(("/", ".", "~")) or Path(text).expanduser().exists()
-
-
 def resolve_nli_model(
     target: str, *, models_dir: str | os.PathLike[str] | None = None
 ) -> tuple[Path, str | None]:
-    """Local directory of an ``hf`` NLI target, and its repo id (None for a directory).
+    """Local directory of an ``hf`` NLI target, and its repo id (None for a local path).
 
     Args:
-        target: A Hugging Face repo id (``org/name``) or a local directory.
+        target: A model location: ``org/name[@revision]`` or a local path (``dir:<path>``,
+            ``/``, ``./``, ``../``, ``~``).
         models_dir: Models directory (None: ``$PATHGLS_MODELS_DIR`` or the user cache).
 
     Raises:
         ModelNotFoundError: the repo is not available locally (the message names
-            ``pathgls models pull hf:<repo>``) or the directory does not exist.
-        ConfigError: the target is neither a repo id nor a path.
+            ``pathgls models pull hf:<repo>``) or the path does not exist.
+        ConfigError: the target is neither a repo id nor a path form.
     """
-    if _looks_like_path(target):
-        return hub.resolve_path(target, name=f"hf:{target}"), None
-    if not _REPO_ID.match(target):
-        raise ConfigError(f"hf:{target}: expected hf:<org>/<name> or hf:<local-dir>")
-    found = hub.resolve_model(
-        target, name=f"hf:{target}", pull_name=f"hf:{target}", models_dir=models_dir
-    )
-    return found, target
+    name = f"hf:{target.strip()}"
+    ref = parse_model_ref(target, what=name)
+    return hub.resolve_ref(ref, name=name, models_dir=models_dir), ref.repo_id
 
 
 @register_nli(
     "hf",
     description=(
-        "Hugging Face sequence classifier with an NLI head: hf:<repo-or-dir> "
+        "Hugging Face sequence classifier with an NLI head, by repo id or local path "
         f"(plain `hf`: {DEFAULT_NLI_MODEL}; biomedical: {MEDICAL_NLI_MODEL})"
     ),
+    argument="[<model>]",
+    cards=("nli-deberta", "nli-pubmedbert"),
 )
 def _hf_backend(arg: str) -> HFNLIScorer:
     target = arg.strip() or DEFAULT_NLI_MODEL

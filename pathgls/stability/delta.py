@@ -5,7 +5,8 @@ R_attack under an adversarial prompt,
 
     S_s = 1 − ½ (|Δ(R_orig, R_aug)| + |Δ(R_orig, R_attack)|),   Δ ∈ [0, 1].
 
-Δ backends (:data:`DELTAS`, pure functions with the model injected):
+Δ backends (:data:`DELTA_BACKENDS`, a registry of pure functions with the model injected;
+:data:`DELTAS` are their names):
 
 ``embedding`` (default)
     1 − cosine of MiniLM sentence embeddings, on the *diagnosis sections* when both reports
@@ -36,13 +37,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from pathgls.errors import ConfigError
+from pathgls.registry import Registry
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.embedders import TextEmbedder
 from pathgls.types import Entity, ModuleScore
 
 #: Median MiniLM cosine between reference reports of different cases (see the docstring).
 UNRELATED_COSINE = 0.36
-DELTAS = ("embedding", "nli", "entity")
 #: Entity types that count as findings for the entity Δ and the evidence.
 FINDING_TYPES = frozenset(
     {
@@ -214,6 +215,72 @@ def finding_changes(orig: AnalyzedReport, other: AnalyzedReport) -> dict[str, An
 
 DeltaFn = Callable[[AnalyzedReport, AnalyzedReport], tuple[float, str]]
 
+#: Δ backends: factories ``(argument, config, *, embedder, nli) -> DeltaFn``.
+DELTA_BACKENDS: Registry[DeltaFn] = Registry("delta", label="stability delta")
+
+
+@DELTA_BACKENDS.register(
+    "embedding", description="1 − cosine of sentence embeddings, scaled to unrelated reports"
+)
+def _embedding(
+    argument: str,
+    config: StabilityConfig,
+    *,
+    embedder: TextEmbedder | None = None,
+    nli: EntailmentScorer | None = None,
+) -> DeltaFn:
+    if embedder is None:
+        raise ConfigError("the embedding Δ needs a text embedder (pathgls.text.embedders)")
+
+    def emb(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+        ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
+        d = embedding_delta(ta, tb, embedder=embedder, unrelated_cosine=config.unrelated_cosine)
+        return d, scope
+
+    return emb
+
+
+@DELTA_BACKENDS.register(
+    "nli", description="1 − mean bidirectional entailment probability (any NLI model)"
+)
+def _nli(
+    argument: str,
+    config: StabilityConfig,
+    *,
+    embedder: TextEmbedder | None = None,
+    nli: EntailmentScorer | None = None,
+) -> DeltaFn:
+    if nli is None:
+        raise ConfigError("the nli Δ needs an NLI scorer with entailment probabilities")
+
+    def nl(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+        ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
+        return nli_delta(ta, tb, nli=nli), scope
+
+    return nl
+
+
+@DELTA_BACKENDS.register(
+    "entity", description="1 − soft F1 of the findings, negation-aware (embedder optional)"
+)
+def _entity(
+    argument: str,
+    config: StabilityConfig,
+    *,
+    embedder: TextEmbedder | None = None,
+    nli: EntailmentScorer | None = None,
+) -> DeltaFn:
+    def ent(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+        return entity_delta(a, b, embedder=embedder, threshold=config.entity_match_threshold), (
+            "findings"
+        )
+
+    return ent
+
+
+#: The Δ backend names (``StabilityConfig.delta``).
+DELTAS = DELTA_BACKENDS.names()
+
 
 def make_delta(
     config: StabilityConfig,
@@ -225,33 +292,9 @@ def make_delta(
 
     Raises:
         ConfigError: the backend's model was not given.
+        UnknownNameError: an unknown backend.
     """
-    if config.delta == "embedding":
-        if embedder is None:
-            raise ConfigError("the embedding Δ needs a text embedder (pathgls.text.embedders)")
-
-        def emb(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
-            ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
-            d = embedding_delta(ta, tb, embedder=embedder, unrelated_cosine=config.unrelated_cosine)
-            return d, scope
-
-        return emb
-    if config.delta == "nli":
-        if nli is None:
-            raise ConfigError("the nli Δ needs an NLI scorer with entailment probabilities")
-
-        def nl(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
-            ta, tb, scope = comparison_texts(a, b, diagnosis=config.diagnosis_section)
-            return nli_delta(ta, tb, nli=nli), scope
-
-        return nl
-
-    def ent(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
-        return entity_delta(a, b, embedder=embedder, threshold=config.entity_match_threshold), (
-            "findings"
-        )
-
-    return ent
+    return DELTA_BACKENDS.build(config.delta, config, embedder=embedder, nli=nli)
 
 
 def stability_score(

@@ -1,12 +1,13 @@
 """Subject VLM adapters: OpenAI-compatible HTTP, local transformers, replay, and the captioner.
 
 ``build_subject("openai:http://localhost:8000/v1#llava")`` parses the spec once and calls the
-factory registered for its scheme (see :mod:`pathgls.subjects.base`). Importing this package
+factory registered for its kind (see :mod:`pathgls.subjects.base`). Importing this package
 registers every backend; none loads a model or opens a connection until it is built.
 """
 
 from __future__ import annotations
 
+from pathgls.registry import RegistryEntry
 from pathgls.subjects import captioner as _captioner
 from pathgls.subjects import hf as _hf
 from pathgls.subjects import openai as _openai
@@ -27,16 +28,16 @@ def build_subject(spec: str, config: SubjectConfig | None = None) -> Subject:
     """Build the subject named by ``spec``.
 
     Raises:
-        UnknownNameError: unknown scheme.
+        UnknownNameError: unknown kind (the message lists the known ones).
         ConfigError: a malformed spec or config.
         ModelNotFoundError: local weights (hf) are missing.
     """
-    return SUBJECTS.build(spec, config)
+    return SUBJECTS.build(spec, config or SubjectConfig())
 
 
-def list_subjects() -> dict[str, str]:
-    """Registered schemes and what they are."""
-    return dict(sorted(SUBJECTS.descriptions.items()))
+def list_subjects() -> list[RegistryEntry[Subject]]:
+    """The registered subject kinds, sorted by name."""
+    return SUBJECTS.entries()
 
 
 __all__ = [

@@ -1,10 +1,11 @@
 """The subject: the vision-language model under test, behind one small protocol.
 
-A subject turns images and a prompt into a report. Backends are named by a spec parsed in one
-place (:func:`parse_subject_spec`) and built by the factory registered for its scheme:
+A subject turns images and a prompt into a report. Backends are named by a spec in pathgls's
+one grammar (:mod:`pathgls.registry`) and built by the factory registered for its kind
+(``SUBJECTS.build(spec, config)``):
 
 ``openai:<base_url>#<model>``  OpenAI-compatible chat completions (vLLM, Ollama, TGI, OpenAI)
-``hf:<repo-or-dir>``           a local transformers image-text-to-text model
+``hf:<model>``                 a local transformers image-text-to-text model (repo id or path)
 ``replay:<file.jsonl>``        reports recorded earlier, looked up by (item id, condition)
 ``captioner``                  the non-learned measuring baseline (``captioner-obedient``: it
                                adopts the clinical history a prompt gives it)
@@ -15,14 +16,15 @@ so that replay can find its record and caches can key on them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
-from pathgls.errors import ConfigError, SubjectError, UnknownNameError
+from pathgls.errors import ConfigError, SubjectError
+from pathgls.registry import Registry, Spec, parse_spec
 
 
 @dataclass(frozen=True)
@@ -95,60 +97,19 @@ class Subject(Protocol):
         ...
 
 
-SubjectFactory = Callable[[str, SubjectConfig], Subject]
+#: The subject registry: factories ``(argument, config) -> Subject`` (filled by the backend
+#: modules on import of :mod:`pathgls.subjects`).
+SUBJECTS: Registry[Subject] = Registry("subject")
+register_subject = SUBJECTS.register
 
 
-@dataclass(frozen=True)
-class SubjectSpec:
-    """A parsed subject spec: ``scheme`` and what follows ``scheme:`` (may be empty)."""
-
-    spec: str
-    scheme: str
-    argument: str
-
-
-@dataclass
-class SubjectRegistry:
-    """Scheme → factory (filled by the backend modules on import of :mod:`pathgls.subjects`)."""
-
-    factories: dict[str, SubjectFactory] = field(default_factory=dict)
-    descriptions: dict[str, str] = field(default_factory=dict)
-
-    def register(
-        self, scheme: str, *, description: str
-    ) -> Callable[[SubjectFactory], SubjectFactory]:
-        def deco(fn: SubjectFactory) -> SubjectFactory:
-            self.factories[scheme] = fn
-            self.descriptions[scheme] = description
-            return fn
-
-        return deco
-
-    def build(self, spec: str, config: SubjectConfig | None = None) -> Subject:
-        parsed = parse_subject_spec(spec)
-        factory = self.factories.get(parsed.scheme)
-        if factory is None:
-            known = ", ".join(sorted(self.factories))
-            raise UnknownNameError(f"unknown subject {spec!r}; known schemes: {known}")
-        return factory(parsed.argument, config or SubjectConfig())
-
-
-def parse_subject_spec(spec: str) -> SubjectSpec:
-    """Split ``scheme:argument``; a bare name (``captioner``) has an empty argument.
+def parse_subject_spec(spec: str) -> Spec:
+    """Split ``kind[:argument]``; a bare name (``captioner``) has an empty argument.
 
     Raises:
         ConfigError: an empty spec.
     """
-    text = spec.strip()
-    if not text:
-        raise ConfigError("subject spec is empty")
-    scheme, sep, arg = text.partition(":")
-    return SubjectSpec(spec=text, scheme=scheme, argument=arg if sep else "")
-
-
-#: The subject registry.
-SUBJECTS = SubjectRegistry()
-register_subject = SUBJECTS.register
+    return parse_spec(spec, what="subject")
 
 
 def check_images(images: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -1,4 +1,4 @@
-"""Local transformers subject: ``hf:<repo-or-dir>``, an image-text-to-text model and chat template.
+"""Local transformers subject: ``hf:<model>``, an image-text-to-text model and chat template.
 
 The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor`` from local
 files only — a directory, or a repo id found in the models directory or the Hugging Face cache
@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pathgls.encoders.registry import parse_encoder_spec
 from pathgls.errors import ConfigError, ModelNotFoundError
 from pathgls.hub import store as hub
 from pathgls.hub.device import ResolvedPrecision, resolve_device, resolve_precision, torch_dtype
 from pathgls.hub.hf import load_checked
+from pathgls.registry import parse_model_ref
 from pathgls.subjects.base import (
     Subject,
     SubjectConfig,
@@ -65,10 +65,10 @@ def build_messages(n_images: int, prompt: str, system: str | None) -> list[dict[
 class HFSubject:
     """A loaded transformers image-text-to-text model answering as a subject.
 
-    Build it with :func:`load_hf_subject` or ``SUBJECTS.build("hf:<repo-or-dir>")``.
+    Build it with :func:`load_hf_subject` or ``SUBJECTS.build("hf:<model>", config)``.
 
     Attributes:
-        name: The spec (``hf:<repo-or-dir>``).
+        name: The spec (``hf:<model>``).
         model_id: Repo id when known, else the local path.
         revision: Commit of the weights when the directory records it, else None.
         learned: Always True.
@@ -294,43 +294,43 @@ def load_hf_subject(
 def resolve_subject_model(
     target: str, *, models_dir: str | Path | None = None
 ) -> tuple[Path, str | None]:
-    """Local directory of an ``hf`` subject target, and its repo id (None for a directory).
+    """Local directory of an ``hf`` subject target, and its repo id (None for a local path).
 
     Args:
-        target: A Hugging Face repo id (``org/name``) or a local directory.
+        target: A model location: ``org/name[@revision]`` or a local path (``dir:<path>``,
+            ``/``, ``./``, ``../``, ``~``).
         models_dir: Models directory (None: ``$PATHGLS_MODELS_DIR`` or the user cache).
 
     Raises:
         ModelNotFoundError: the repo is not available locally (the message names
-            ``pathgls models pull hf:<repo>``) or the directory does not exist.
-        ConfigError: the target is neither a path nor an ``org/name`` repo id.
+            ``pathgls models pull hf:<repo>``) or the path does not exist.
+        ConfigError: the target is neither a path form nor an ``org/name`` repo id.
     """
-    spec = f"hf:{target}"
-    parsed = parse_encoder_spec(spec)  # the one parser of hf:<repo-or-dir>, shared with pull
-    if parsed.path is not None:
-        try:
-            return hub.resolve_path(parsed.path, name=spec), None
-        except ModelNotFoundError as e:
-            raise ModelNotFoundError(
-                f"{e}; give an existing model directory, or a repo id fetched on a connected "
-                "machine with `pathgls models pull hf:<org>/<name>`"
-            ) from e
-    repo_id = str(parsed.repo_id)  # hf:<x> parses to a path or a repo id
-    found = hub.resolve_model(repo_id, name=spec, pull_name=spec, models_dir=models_dir)
-    return found, repo_id
+    spec = f"hf:{target.strip()}"
+    ref = parse_model_ref(target, what=spec)  # the one model-location grammar, shared with pull
+    try:
+        return hub.resolve_ref(ref, name=spec, models_dir=models_dir), ref.repo_id
+    except ModelNotFoundError as e:
+        if ref.repo_id is not None:
+            raise
+        raise ModelNotFoundError(
+            f"{e}; give an existing model directory, or a repo id fetched on a connected "
+            "machine with `pathgls models pull hf:<org>/<name>`"
+        ) from e
 
 
 @register_subject(
     "hf",
     description=(
-        "local transformers image-text-to-text model with a chat template: hf:<repo-or-dir> "
-        "(LLaVA, Qwen2-VL, ...; weights from a directory or the models directory, never "
+        "local transformers image-text-to-text model with a chat template, by repo id or local "
+        "path (LLaVA, Qwen2-VL, ...; weights from a directory or the models directory, never "
         "downloaded)"
     ),
+    argument="<model>",
 )
 def _hf_subject(argument: str, config: SubjectConfig) -> Subject:
     target = argument.strip()
     if not target:
-        raise ConfigError("hf subject: expected hf:<org>/<name> or hf:<local-dir>")
+        raise ConfigError("hf subject: expected hf:<org>/<name> or hf:<local-path>")
     location, repo_id = resolve_subject_model(target)
     return load_hf_subject(location, config=config, name=f"hf:{target}", model_id=repo_id)

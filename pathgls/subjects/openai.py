@@ -170,6 +170,7 @@ class OpenAISubject:
     _SCHEME,
     description="OpenAI-compatible chat completions (vLLM, Ollama, TGI, OpenAI): "
     "openai:<base_url>#<model>",
+    argument="<base_url>#<model>",
 )
 def build_openai_subject(argument: str, config: SubjectConfig) -> OpenAISubject:
     """The subject for ``openai:<argument>``.

@@ -197,6 +197,7 @@ class ReplaySubject:
 @register_subject(
     _SCHEME,
     description="reports recorded earlier, looked up by item id and condition: replay:<file.jsonl>",
+    argument="<file.jsonl>",
 )
 def build_replay_subject(argument: str, config: SubjectConfig) -> ReplaySubject:
     """The subject for ``replay:<argument>`` (``config`` is not used).

@@ -1,13 +1,15 @@
 """Report understanding: cleaning, sections, sentences, entities, relations, the report graph.
 
 Entity extractors are built from specs through one registry: ``lexicon`` (default, offline:
-medspaCy TargetMatcher over the project's pathology lexicon + ConText), ``hf-ner:<repo-or-dir>``
-(token classification, e.g. HARE-NER) and ``llm:<base_url>#<model>`` (an OpenAI-compatible
-endpoint asked for JSON). Importing this package registers them without loading any model.
+medspaCy TargetMatcher over the project's pathology lexicon + ConText), ``hf-ner:<model>``
+(token classification, e.g. HARE-NER, by repo id or local path) and ``llm:<base_url>#<model>``
+(an OpenAI-compatible endpoint asked for JSON). Importing this package registers them without
+loading any model.
 """
 
 from __future__ import annotations
 
+from pathgls.registry import RegistryEntry
 from pathgls.text import hf_ner as _hf_ner  # noqa: F401  (registers "hf-ner")
 from pathgls.text import lexicon_extractor as _lexicon  # noqa: F401  (registers "lexicon")
 from pathgls.text import llm_extractor as _llm  # noqa: F401  (registers "llm")
@@ -18,7 +20,6 @@ from pathgls.text.base import (
     HARE_TYPES,
     SECTION_KINDS,
     EntityExtractor,
-    ExtractorInfo,
     ParsedReport,
     Section,
     Sentence,
@@ -29,13 +30,18 @@ from pathgls.text.sections import parse_report
 
 
 def build_extractor(spec: str) -> EntityExtractor:
-    """An entity extractor from a spec: ``lexicon``, ``hf-ner:<dir>``, ``llm:<url>#<model>``."""
+    """An entity extractor from a spec: ``lexicon``, ``hf-ner:<model>``, ``llm:<url>#<model>``.
+
+    Raises:
+        UnknownNameError: an unknown extractor (the message lists the known ones).
+        ConfigError: a malformed spec.
+    """
     return EXTRACTORS.build(spec)
 
 
-def list_extractors() -> list[ExtractorInfo]:
-    """The registered extractor schemes."""
-    return [EXTRACTORS.infos[k] for k in sorted(EXTRACTORS.infos)]
+def list_extractors() -> list[RegistryEntry[EntityExtractor]]:
+    """The registered extractors, sorted by name."""
+    return EXTRACTORS.entries()
 
 
 __all__ = [

@@ -7,11 +7,10 @@ score all work on these character offsets into the *cleaned* report text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from pathgls.errors import UnknownNameError
+from pathgls.registry import Registry
 from pathgls.types import Entity
 
 #: Canonical section kinds.
@@ -115,45 +114,8 @@ class EntityExtractor(Protocol):
     def extract(self, report_text: str) -> list[Entity]: ...
 
 
-ExtractorFactory = Callable[[str], EntityExtractor]
-
-
-@dataclass(frozen=True)
-class ExtractorInfo:
-    """A registered extractor scheme."""
-
-    scheme: str  # "lexicon", "hf-ner", "llm"
-    description: str
-    argument: str  # what follows "scheme:" in a spec ("" when none)
-
-
-@dataclass
-class ExtractorRegistry:
-    """Scheme → factory. ``build("hf-ner:/models/x")`` calls the hf-ner factory with "/models/x"."""
-
-    factories: dict[str, ExtractorFactory] = field(default_factory=dict)
-    infos: dict[str, ExtractorInfo] = field(default_factory=dict)
-
-    def register(
-        self, scheme: str, *, description: str, argument: str = ""
-    ) -> Callable[[ExtractorFactory], ExtractorFactory]:
-        def deco(fn: ExtractorFactory) -> ExtractorFactory:
-            self.factories[scheme] = fn
-            self.infos[scheme] = ExtractorInfo(scheme, description, argument)
-            return fn
-
-        return deco
-
-    def build(self, spec: str) -> EntityExtractor:
-        scheme, _, arg = spec.partition(":")
-        if scheme not in self.factories:
-            known = ", ".join(
-                f"{s}:{i.argument}" if i.argument else s for s, i in sorted(self.infos.items())
-            )
-            raise UnknownNameError(f"unknown entity extractor {spec!r}; known: {known}")
-        return self.factories[scheme](arg)
-
-
-#: The extractor registry (filled by the backend modules on import of ``pathgls.text``).
-EXTRACTORS = ExtractorRegistry()
+#: The extractor registry: factories ``(argument, **options) -> EntityExtractor`` (filled by the
+#: backend modules on import of ``pathgls.text``). An entry's ``meta["options"]`` names the
+#: keyword options its factory takes (e.g. HARE passes ``threshold`` to ``hf-ner``).
+EXTRACTORS: Registry[EntityExtractor] = Registry("extractor", label="entity extractor")
 register_extractor = EXTRACTORS.register

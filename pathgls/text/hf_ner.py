@@ -1,4 +1,7 @@
-"""Token-classification NER: ``hf-ner:<repo-or-dir>`` (HARE-NER or any BIO tagger).
+"""Token-classification NER: ``hf-ner:<model>`` (HARE-NER or any BIO tagger).
+
+``<model>`` is a repo id (``org/name[@revision]``) or a local path (``dir:``, ``/``, ``./``,
+``../``, ``~``; see :func:`pathgls.registry.parse_model_ref`).
 
 Any Hugging Face ``AutoModelForTokenClassification`` with a fast tokenizer and BIO-style labels
 works: ``B-X``/``I-X``/``O`` (IOB2), plain IOB1, BIOES/BILOU (``S-``/``E-``/``U-``/``L-``) and
@@ -43,10 +46,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathgls.errors import ConfigError, NERModelError
+from pathgls.hub.cards import model_card
+from pathgls.registry import parse_model_ref
 from pathgls.text.base import ENTITY_TYPES, register_extractor
 from pathgls.text.sections import section_lookup
 from pathgls.types import Entity
@@ -56,8 +60,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Hugging Face repo of HARE's NER model.
-HARE_NER_REPO = "knowlab-research/HARE-NER"
+#: Hugging Face repo of HARE's NER model (from its model card, ``resources/models.toml``).
+HARE_NER_REPO = model_card("hare-ner").repo
 
 #: HARE-NER's BIO label set (entity spellings as in the HARE dataset), sorted as HARE's
 #: ``run_ner.py`` sorts string labels.
@@ -99,7 +103,6 @@ LABEL_TYPES: dict[str, str] = {
 }
 
 _PREFIX = re.compile(r"^([BIESLU])[-_](.+)$")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def normalize_label_type(label_type: str) -> str:
@@ -204,6 +207,7 @@ class HFNERExtractor:
         label_map: Extra label type → entity type entries (see :data:`LABEL_TYPES`).
         context: Run medspaCy ConText for ``negated``/``uncertain``.
         model_id: Repo id or directory the model came from.
+        revision: Commit of the weights when known.
         random_weights: The model is a randomly initialised test model.
     """
 
@@ -219,6 +223,7 @@ class HFNERExtractor:
     label_map: Mapping[str, str] | None = None
     context: bool = False
     model_id: str = ""
+    revision: str | None = None
     random_weights: bool = False
     _table: list[tuple[str, str | None]] = field(init=False, repr=False)
     _context_nlp: Any = field(default=None, init=False, repr=False)
@@ -414,24 +419,17 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def resolve_location(argument: str, *, models_dir: str | os.PathLike[str] | None = None) -> str:
-    """Local directory for ``<repo-or-dir>`` (never downloads).
+    """Local directory for an ``hf-ner`` model location (never downloads).
 
     Raises:
-        ConfigError: the argument is neither a directory nor an ``org/name`` repo id.
+        ConfigError: the argument is neither a path form nor an ``org/name`` repo id.
         ModelNotFoundError: it is not available locally (the message says how to pull it).
     """
     from pathgls.hub import store as hub
 
-    arg = argument.strip()
-    if not arg:
-        raise ConfigError("hf-ner needs hf-ner:<repo-id-or-local-dir>")
-    if arg.startswith(("/", ".", "~")) or Path(arg).expanduser().exists():
-        return str(hub.resolve_path(arg, name=f"hf-ner:{arg}"))
-    if not _REPO_ID.match(arg):
-        raise ConfigError(f"hf-ner:{arg}: {arg!r} is neither a directory nor an <org>/<name> id")
-    return str(
-        hub.resolve_model(arg, name=f"hf-ner:{arg}", pull_name=f"hf:{arg}", models_dir=models_dir)
-    )
+    name = f"hf-ner:{argument.strip()}"
+    ref = parse_model_ref(argument, what=name)
+    return str(hub.resolve_ref(ref, name=name, models_dir=models_dir))
 
 
 def load_hf_ner(
@@ -487,8 +485,9 @@ def load_hf_ner(
     limit = model_max_length(config, tokenizer)
     if max_length is not None and not 2 < max_length <= limit:
         raise ConfigError(f"{label}: max_length must be in 3..{limit}, got {max_length}")
-    repo, _, random_weights = hub.weights_provenance(location, label=label)
+    repo, revision, random_weights = hub.weights_provenance(location, label=label)
     options.setdefault("model_id", repo or str(location))
+    options.setdefault("revision", revision)
     return HFNERExtractor(
         model=model.to(torch_device).eval(),
         tokenizer=tokenizer,
@@ -505,14 +504,21 @@ def load_hf_ner(
     "hf-ner",
     description="Hugging Face token-classification model with BIO labels (e.g. HARE-NER, "
     f"{HARE_NER_REPO}); local weights only",
-    argument="<repo-or-dir>",
+    argument="<model>",
+    options=("device", "threshold", "context"),
+    cards=("hare-ner",),
 )
-def build_hf_ner(argument: str) -> HFNERExtractor:
-    """``hf-ner:<repo-or-dir>`` → an :class:`HFNERExtractor` from local weights.
+def build_hf_ner(argument: str, **options: Any) -> HFNERExtractor:
+    """``hf-ner:<model>`` → an :class:`HFNERExtractor` from local weights.
+
+    Args:
+        argument: Repo id (``org/name[@revision]``) or local path.
+        **options: ``device``, ``threshold``, ``context`` (see :func:`load_hf_ner`).
 
     Raises:
+        ConfigError: a malformed model location or option.
         ModelNotFoundError: a repo id that is not in the models directory or the HF cache.
         NERModelError: the weights are there but are not a usable token classifier.
     """
     location = resolve_location(argument)
-    return load_hf_ner(location, name=f"hf-ner:{argument.strip()}")
+    return load_hf_ner(location, name=f"hf-ner:{argument.strip()}", **options)

@@ -591,6 +591,7 @@ def _propagate(text: str, c: _Cand, members: list[_Cand]) -> None:
     "lexicon",
     description="offline pathology lexicon (medspaCy TargetMatcher + regex rules) with ConText "
     "negation/uncertainty; 'lexicon:<dir-or-file>' reads another lexicon",
+    argument="[<dir-or-file>]",
 )
 def _make_lexicon_extractor(argument: str) -> LexiconExtractor:
     return _cached_extractor(argument)
