@@ -7,6 +7,7 @@ from pathgls.encoders.base import Encoder
 from pathgls.encoders.hf_clip import load_hf_clip
 from pathgls.encoders.openclip import load_open_clip_arch, load_open_clip_dir
 from pathgls.encoders.registry import EncoderSpec, SpecKind, parse_encoder_spec, registered
+from pathgls.errors import ConfigError
 from pathgls.hub import store as hub
 
 
@@ -30,8 +31,10 @@ def build_encoder(config: EncoderConfig) -> Encoder:
         UnknownNameError: the name is not registered and not a known scheme.
         ModelNotFoundError: the weights are not available locally (the message says how to pull).
         EncoderError: the weights are there but cannot be loaded.
-        ConfigError: bad device or precision.
+        ConfigError: no encoder named (``config.name`` is None), bad device or precision.
     """
+    if config.name is None:
+        raise ConfigError("no image-text encoder named: set encoder.name (--encoder plip, ...)")
     spec = parse_encoder_spec(config.name)
     if spec.kind is SpecKind.REGISTERED:
         _, factory = registered(spec.name)
