@@ -2,7 +2,8 @@
 
 Public API (stable names; everything else is internal):
 
-- configuration: :class:`PathGLSConfig`, :func:`load_config`
+- configuration: :class:`PathGLSConfig` (one typed tree: every stage's section),
+  :func:`load_config` (TOML with any subset of the sections), :func:`save_config` (the whole tree)
 - slides: :func:`open_slide`, :func:`find_slides`
 - feature bags: :func:`extract_slide`, :func:`read_bag`, :func:`validate_bag`
 - encoders: :func:`build_encoder`, :func:`list_encoders`
@@ -12,8 +13,8 @@ Public API (stable names; everything else is internal):
   :func:`open_bag_source` (a feature bag), :func:`roi_source` (an ROI image),
   :class:`GroundingConfig`
 - trust and gate: :func:`fuse`, :func:`gate_scorecard`, :class:`FusionConfig`, :class:`GateConfig`
-- runs: :func:`run_benchmark` (slides × subjects into a run directory), :class:`RunConfig`,
-  :class:`ResultsStore` (read a run's ScoreCards)
+- runs: :func:`run_benchmark` (slides × subjects into a run directory, with a
+  :class:`PathGLSConfig`), :class:`ResultsStore` (read a run's ScoreCards)
 - results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
 """
 
@@ -32,6 +33,7 @@ _LAZY = {
     "validate_bag": "pathgls.features.bags",
     "PathGLSConfig": "pathgls.config",
     "load_config": "pathgls.config",
+    "save_config": "pathgls.config",
     "build_encoder": "pathgls.encoders",
     "list_encoders": "pathgls.encoders",
     "ExtractResult": "pathgls.features.extract",
@@ -49,11 +51,10 @@ _LAZY = {
     "ground": "pathgls.grounding.score",
     "open_bag_source": "pathgls.grounding.sources",
     "roi_source": "pathgls.grounding.sources",
-    "FusionConfig": "pathgls.fusion",
-    "GateConfig": "pathgls.fusion",
+    "FusionConfig": "pathgls.config",
+    "GateConfig": "pathgls.config",
     "fuse": "pathgls.fusion",
     "gate_scorecard": "pathgls.fusion",
-    "RunConfig": "pathgls.runner.config",
     "ResultsStore": "pathgls.runner.store",
     "run_benchmark": "pathgls.runner.run",
     "Entity": "pathgls.types",
@@ -66,16 +67,22 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs
-    from pathgls.config import GroundingConfig, PathGLSConfig, load_config
+    from pathgls.config import (
+        FusionConfig,
+        GateConfig,
+        GroundingConfig,
+        PathGLSConfig,
+        load_config,
+        save_config,
+    )
     from pathgls.encoders import build_encoder, list_encoders
     from pathgls.features.bags import FeatureBag, read_bag, validate_bag
     from pathgls.features.extract import ExtractResult, extract_slide
-    from pathgls.fusion import FusionConfig, GateConfig, fuse, gate_scorecard
+    from pathgls.fusion import fuse, gate_scorecard
     from pathgls.grounding.score import GroundingResult, ground
     from pathgls.grounding.sources import WindowSource, open_bag_source, roi_source
     from pathgls.logic import logic_score, score_logic
     from pathgls.nli import build_nli
-    from pathgls.runner.config import RunConfig
     from pathgls.runner.run import run_benchmark
     from pathgls.runner.store import ResultsStore
     from pathgls.text import analyze_report, build_extractor
@@ -117,7 +124,6 @@ __all__ = [
     "Report",
     "ReportGraph",
     "ResultsStore",
-    "RunConfig",
     "ScoreCard",
     "WindowSource",
     "__version__",
@@ -138,6 +144,7 @@ __all__ = [
     "read_bag",
     "roi_source",
     "run_benchmark",
+    "save_config",
     "score_logic",
     "validate_bag",
 ]
