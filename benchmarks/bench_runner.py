@@ -176,12 +176,19 @@ def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> N
 
         torch.set_num_threads(threads)
     import pathgls.runner.local as local_module
-    from pathgls.runner.config import RunConfig
+    from pathgls.config import load_config
     from pathgls.runner.manifest import read_manifest
     from pathgls.runner.run import run_benchmark
 
     spec = json.loads((work / "run.json").read_text())
-    config = RunConfig(subjects=tuple(spec["subjects"]), encoder=spec["encoder"])
+    config = load_config(
+        run={
+            "subjects": tuple(spec["subjects"]),
+            "executor": executor,
+            "workers": workers if executor == "ray" else None,
+        },
+        encoder={"name": spec["encoder"]},
+    )
     times = {"startup": 0.0, "last": 0.0}
     load_models = local_module.load_models
 
@@ -201,8 +208,6 @@ def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> N
         source=work / "rois",
         config=config,
         out=out,
-        executor=executor,
-        workers=workers,
         progress=progress,
         plots=False,
     )

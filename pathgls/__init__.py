@@ -2,7 +2,8 @@
 
 Public API (stable names; everything else is internal):
 
-- configuration: :class:`PathGLSConfig`, :func:`load_config`
+- configuration: :class:`PathGLSConfig` (one typed tree: every stage's section),
+  :func:`load_config` (TOML with any subset of the sections), :func:`save_config` (the whole tree)
 - slides: :func:`open_slide`, :func:`find_slides`
 - feature bags: :func:`extract_slide`, :func:`read_bag`, :func:`validate_bag`
 - encoders: :func:`build_encoder`, :func:`list_encoders`
@@ -12,8 +13,8 @@ Public API (stable names; everything else is internal):
   :func:`open_bag_source` (a feature bag), :func:`roi_source` (an ROI image),
   :class:`GroundingConfig`
 - trust and gate: :func:`fuse`, :func:`gate_scorecard`, :class:`FusionConfig`, :class:`GateConfig`
-- runs: :func:`run_benchmark` (slides × subjects into a run directory), :class:`RunConfig`,
-  :class:`ResultsStore` (read a run's ScoreCards)
+- runs: :func:`run_benchmark` (slides × subjects into a run directory, with a
+  :class:`PathGLSConfig`), :class:`ResultsStore` (read a run's ScoreCards)
 - results: :class:`ScoreCard`, :class:`ModuleScore`, :class:`Entity`, ...
 """
 
@@ -34,6 +35,7 @@ _LAZY: dict[str, str] = {
     "validate_bag": "pathgls.features.bags",
     "PathGLSConfig": "pathgls.config",
     "load_config": "pathgls.config",
+    "save_config": "pathgls.config",
     "build_encoder": "pathgls.encoders",
     "list_encoders": "pathgls.encoders",
     "ExtractResult": "pathgls.features.extract",
@@ -51,11 +53,10 @@ _LAZY: dict[str, str] = {
     "ground": "pathgls.grounding.score",
     "open_bag_source": "pathgls.grounding.sources",
     "roi_source": "pathgls.grounding.sources",
-    "FusionConfig": "pathgls.fusion",
-    "GateConfig": "pathgls.fusion",
+    "FusionConfig": "pathgls.config",
+    "GateConfig": "pathgls.config",
     "fuse": "pathgls.fusion",
     "gate_scorecard": "pathgls.fusion",
-    "RunConfig": "pathgls.runner.config",
     "ResultsStore": "pathgls.runner.store",
     "run_benchmark": "pathgls.runner.run",
     "Entity": "pathgls.types",
@@ -68,9 +69,12 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # the table again, for type checkers and IDEs (`X as X`: a re-export)
+    from pathgls.config import FusionConfig as FusionConfig
+    from pathgls.config import GateConfig as GateConfig
     from pathgls.config import GroundingConfig as GroundingConfig
     from pathgls.config import PathGLSConfig as PathGLSConfig
     from pathgls.config import load_config as load_config
+    from pathgls.config import save_config as save_config
     from pathgls.encoders import build_encoder as build_encoder
     from pathgls.encoders import list_encoders as list_encoders
     from pathgls.features.bags import FeatureBag as FeatureBag
@@ -78,8 +82,6 @@ if TYPE_CHECKING:  # the table again, for type checkers and IDEs (`X as X`: a re
     from pathgls.features.bags import validate_bag as validate_bag
     from pathgls.features.extract import ExtractResult as ExtractResult
     from pathgls.features.extract import extract_slide as extract_slide
-    from pathgls.fusion import FusionConfig as FusionConfig
-    from pathgls.fusion import GateConfig as GateConfig
     from pathgls.fusion import fuse as fuse
     from pathgls.fusion import gate_scorecard as gate_scorecard
     from pathgls.grounding.score import GroundingResult as GroundingResult
@@ -90,7 +92,6 @@ if TYPE_CHECKING:  # the table again, for type checkers and IDEs (`X as X`: a re
     from pathgls.logic import logic_score as logic_score
     from pathgls.logic import score_logic as score_logic
     from pathgls.nli import build_nli as build_nli
-    from pathgls.runner.config import RunConfig as RunConfig
     from pathgls.runner.run import run_benchmark as run_benchmark
     from pathgls.runner.store import ResultsStore as ResultsStore
     from pathgls.text import analyze_report as analyze_report

@@ -17,15 +17,11 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from pathgls.errors import ConfigError
+from pathgls.config import FusionConfig, GateConfig
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
-DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
-)
 # (module, below this value, factor) — the reference code's extra penalties.
 REFERENCE_PENALTIES: tuple[tuple[str, float, float], ...] = (
     ("logic", 0.5, 0.6),
@@ -38,37 +34,6 @@ def _finite(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return None
     return float(x) if math.isfinite(x) else None
-
-
-@dataclass(frozen=True)
-class FusionConfig:
-    """How module scores are fused into the trust score."""
-
-    # Weight per module name; modules not named here are not fused (e.g. hare).
-    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    # The reference code's penalties (×0.6 when S_l < 0.5, ×0.8 when S_g < 0.25); off: not in
-    # the paper.
-    reference_penalties: bool = False
-
-    def __post_init__(self) -> None:
-        try:
-            weights = {str(k): float(v) for k, v in dict(self.weights).items()}
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"fusion weights must map module names to numbers: {e}") from e
-        if not weights:
-            raise ConfigError("fusion weights are empty")
-        for name, w in weights.items():
-            if not name:
-                raise ConfigError("fusion weights: empty module name")
-            if not math.isfinite(w) or w < 0:
-                raise ConfigError(f"fusion weight of {name!r} must be finite and ≥ 0, got {w}")
-        if sum(weights.values()) <= 0:
-            raise ConfigError("fusion weights sum to 0")
-        object.__setattr__(self, "weights", MappingProxyType(weights))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # mappingproxy does not pickle; executors (Ray, processes) ship configs by pickle.
-        return (type(self), (dict(self.weights), self.reference_penalties))
 
 
 @dataclass(frozen=True)
@@ -130,46 +95,6 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
     return FusionResult(
         trust=float(min(max(trust, 0.0), 1.0)), used=used, missing=missing, penalties=penalties
     )
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """Thresholds of the gate."""
-
-    # Trust at or above which a report is deployed (when every floor holds).
-    deploy: float = 0.75
-    # Trust at or above which a report goes to human review; below it, rejected.
-    review: float = 0.5
-    # Per-module minimum: a module below its floor (or missing) blocks deployment.
-    floors: Mapping[str, float] = field(default_factory=dict)
-    # Deploy only when the modules that ran carry at least this share of the fusion weight
-    # (0.6: grounding alone, or logic and stability, are enough; stability alone is not).
-    min_coverage: float = 0.6
-
-    def __post_init__(self) -> None:
-        for name in ("deploy", "review"):
-            v = _finite(getattr(self, name))
-            if v is None or not 0.0 <= v <= 1.0:
-                raise ConfigError(f"gate {name} threshold must be in [0, 1], got {v!r}")
-        if self.deploy < self.review:
-            raise ConfigError(
-                f"gate deploy threshold {self.deploy} is below the review threshold {self.review}"
-            )
-        floors: dict[str, float] = {}
-        for name, value in dict(self.floors).items():
-            v = _finite(value)
-            if not name or v is None or not 0.0 <= v <= 1.0:
-                raise ConfigError(
-                    f"gate floor {name!r}={value!r}: need a name and a value in [0, 1]"
-                )
-            floors[str(name)] = v
-        object.__setattr__(self, "floors", MappingProxyType(floors))
-        cov = _finite(self.min_coverage)
-        if cov is None or not 0.0 <= cov <= 1.0:
-            raise ConfigError(f"gate min_coverage must be in [0, 1], got {self.min_coverage!r}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.deploy, self.review, dict(self.floors), self.min_coverage))
 
 
 def _grounding_note(ev: Mapping[str, Any]) -> str | None:

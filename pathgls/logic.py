@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from pathgls.errors import ConfigError
+from pathgls.config import LogicConfig
 from pathgls.nli.base import NLIScorer, RuleHit
 from pathgls.text.analyze import AnalyzedReport, analyze_report
 from pathgls.text.base import EntityExtractor
@@ -47,28 +47,6 @@ PREMISE_TYPES = frozenset(
 )
 #: Entity types that make a sentence a diagnosis statement (a hypothesis).
 DIAGNOSIS_TYPES = frozenset({"pathological_diagnosis"})
-
-
-@dataclass(frozen=True)
-class LogicConfig:
-    """How pairs are formed and aggregated."""
-
-    # K = ceil(top_k_fraction × number of pairs), at least 1 (PathGLS: 0.3).
-    top_k_fraction: float = 0.3
-    # A fixed K instead of the fraction (None: use the fraction).
-    top_k: int | None = None
-    # Pair diagnosis statements with each other too.
-    diagnosis_pairs: bool = True
-    # At most this many pairs (the most finding-rich premises first), to bound NLI cost.
-    max_pairs: int = 2000
-
-    def __post_init__(self) -> None:
-        if not 0 < self.top_k_fraction <= 1:
-            raise ConfigError(f"top_k_fraction must be in (0, 1], got {self.top_k_fraction}")
-        if self.top_k is not None and self.top_k < 1:
-            raise ConfigError(f"top_k must be >= 1, got {self.top_k}")
-        if self.max_pairs < 1:
-            raise ConfigError(f"max_pairs must be >= 1, got {self.max_pairs}")
 
 
 @dataclass(frozen=True)

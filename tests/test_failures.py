@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from pathgls.attacks.prompts import DEFAULT_ATTACK
 from pathgls.cli import app
+from pathgls.config import load_config
 from pathgls.errors import PathGLSError, UnknownNameError
 from pathgls.inspect.failures import (
     COLUMNS,
@@ -24,7 +25,6 @@ from pathgls.inspect.failures import (
     logic_view,
     lowest_trust,
 )
-from pathgls.runner.config import RunConfig
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ScoreCard
@@ -70,7 +70,7 @@ def replay_run(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Pat
     ]
     replay = root / "replay.jsonl"
     replay.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
-    config = RunConfig(subjects=(f"replay:{replay}",), encoder=f"hf:{clip}")
+    config = load_config(run={"subjects": (f"replay:{replay}",)}, encoder={"name": f"hf:{clip}"})
     run_benchmark(source=slides, config=config, out=root / "run", plots=False)
     return root / "run"
 

@@ -15,12 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from pathgls.cli import app
+from pathgls.config import load_config
 from pathgls.fusion import fuse
-from pathgls.runner.config import RunConfig
 from pathgls.runner.manifest import read_manifest
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
-from pathgls.subjects.base import SubjectConfig
 
 SLIDES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "slides"
 TILES = SLIDES.parent / "tiles"
@@ -58,7 +57,7 @@ def two_by_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, ob
     base = tmp_path_factory.mktemp("two")
     src = link(base / "slides", CMU, ROI)
     out = base / "run"
-    result = run_benchmark(source=src, config=RunConfig(subjects=SUBJECTS), out=out)
+    result = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     return src, out, result
 
 
@@ -74,7 +73,7 @@ def test_two_slides_two_subjects_end_to_end(two_by_two) -> None:
         assert card.modules["grounding"].value is None  # no encoder given
         assert "--encoder" in card.modules["grounding"].missing_reason
         # the trust score is the renormalised fusion of what ran, and the gate decided on it
-        fused = fuse(modules=card.modules, config=RunConfig(subjects=SUBJECTS).fusion)
+        fused = fuse(modules=card.modules, config=load_config(run={"subjects": SUBJECTS}).fusion)
         assert card.trust == pytest.approx(fused.trust)
         assert card.decision is not None and card.decision.reasons
         assert {"generation", "stability", "logic", "grounding", "total"} <= set(card.timings)
@@ -100,7 +99,7 @@ def test_run_files_summary_and_manifest(two_by_two) -> None:
     assert manifest["counts"]["planned"] == 4 and manifest["counts"]["ok"] == 4
     assert manifest["packages"]["pathgls"] and manifest["packages"]["torch"]
     assert set(manifest["models"]["subjects"]) == set(SUBJECTS)
-    assert manifest["config"]["subjects"] == list(SUBJECTS)
+    assert manifest["config"]["run"]["subjects"] == list(SUBJECTS)
     table = pd.read_csv(out / "summary.csv")
     pd.testing.assert_frame_equal(
         table, pd.read_parquet(out / "summary.parquet"), check_dtype=False
@@ -117,7 +116,7 @@ def test_run_files_summary_and_manifest(two_by_two) -> None:
 def test_rerun_skips_finished_cards(two_by_two, tmp_path: Path) -> None:
     src, out, _ = two_by_two
     before = {p: p.stat().st_mtime_ns for p in (out / "scorecards").rglob("*.json")}
-    again = run_benchmark(source=src, config=RunConfig(subjects=SUBJECTS), out=out)
+    again = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     assert again.skipped == 4 and again.counts["ok"] == 4
     assert {p: p.stat().st_mtime_ns for p in (out / "scorecards").rglob("*.json")} == before
     assert read_manifest(out)["counts"]["evaluated"] == 0
@@ -155,12 +154,14 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path) -> None:
     for p in written:  # every card on disk is whole (atomic writes)
         json.loads(p.read_text())
     assert read_manifest(out)["status"] == "running"
-    resumed = run_benchmark(source=src, config=RunConfig(subjects=SUBJECTS), out=out)
+    resumed = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     assert resumed.skipped >= 1 and resumed.counts["ok"] == 6
     assert not list(out.rglob("*.tmp"))
     # identical results: the resumed run equals an uninterrupted one
     fresh = tmp_path / "fresh"
-    run_benchmark(source=src, config=RunConfig(subjects=SUBJECTS), out=fresh, plots=False)
+    run_benchmark(
+        source=src, config=load_config(run={"subjects": SUBJECTS}), out=fresh, plots=False
+    )
     assert cards_by_key(out) == cards_by_key(fresh)
 
 
@@ -173,8 +174,8 @@ def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
     )
     # a subject whose endpoint never answers (closed port, no retries)
     dead = "openai:http://127.0.0.1:9/v1#never"
-    config = RunConfig(
-        subjects=("captioner", dead), subject=SubjectConfig(max_retries=0, timeout_s=2)
+    config = load_config(
+        run={"subjects": ("captioner", dead)}, subject={"max_retries": 0, "timeout_s": 2}
     )
     result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
     store = ResultsStore(tmp_path / "run")
@@ -200,7 +201,7 @@ def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
     ]
     assert len(log) == 5 and {r["status"] for r in log} == {"failed"}
     # giving the missing resolution makes that slide work; failed cards are redone, ok ones kept
-    config_mpp = RunConfig(subjects=("captioner",), mpp=0.25)
+    config_mpp = load_config(run={"subjects": ("captioner",), "mpp": 0.25})
     again = run_benchmark(source=src, config=config_mpp, out=tmp_path / "run", plots=False)
     assert again.skipped == 1
     assert ResultsStore(tmp_path / "run").status("captioner", "tcga-cr-7395-01a-01-ts1") == "ok"
@@ -218,7 +219,7 @@ def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path) -> None:
     replay.write_text("\n".join(json.dumps(r) for r in records))
     refs = tmp_path / "refs.tsv"
     refs.write_text(f"item_id\treference\n{item}\tDiagnosis: invasive ductal carcinoma.\n")
-    config = RunConfig(subjects=(f"replay:{replay}",))
+    config = load_config(run={"subjects": (f"replay:{replay}",)})
     out = tmp_path / "run"
     run_benchmark(source=src, config=config, out=out, references=refs, plots=False)
     (card,) = ResultsStore(out).load_cards()
@@ -230,7 +231,7 @@ def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path) -> None:
     assert logic.evidence["top_pairs"][0]["probability"] > 0.5
     hare = card.modules["hare"]
     assert hare.value is not None and 0.0 < hare.value <= 1.0
-    assert "hare" not in RunConfig(subjects=("x",)).fusion.weights  # reported, not fused
+    assert "hare" not in load_config().fusion.weights  # reported, not fused
     # complete the recordings: the rerun redoes the partial card and it becomes ok
     records.append({"item_id": item, "condition": "stain", "report": original})
     replay.write_text("\n".join(json.dumps(r) for r in records))
@@ -273,7 +274,7 @@ def test_benchmark_cli_errors(tmp_path: Path) -> None:
             "spark",
         ],
     )
-    assert res.exit_code == 2 and "unknown executor" in res.output
+    assert res.exit_code == 2 and "run.executor must be one of 'local', 'ray'" in res.output
     res = CliRunner().invoke(
         app, ["benchmark", str(ROI), "--subject", "nosuch:x", "--out", str(tmp_path / "o")]
     )
@@ -300,7 +301,7 @@ def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path) -> None:
             for c in conditions
         )
     )
-    config = RunConfig(subjects=(f"replay:{replay}",), encoder=f"hf:{clip}")
+    config = load_config(run={"subjects": (f"replay:{replay}",)}, encoder={"name": f"hf:{clip}"})
     run_benchmark(source=src, config=config, out=out, plots=False)
     store = ResultsStore(out)
     cards = {c.item_id: c for c in store.load_cards()}
@@ -365,10 +366,9 @@ def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) ->
     rois = sorted(TILES.glob("*level0*.png"))[:4]
     src = link(tmp_path / "rois", *rois)
     dead = "openai:http://127.0.0.1:9/v1#never"
-    config = RunConfig(
-        subjects=(dead, "captioner"),
-        subject=SubjectConfig(max_retries=0, timeout_s=2),
-        subject_failure_limit=2,
+    config = load_config(
+        run={"subjects": (dead, "captioner"), "subject_failure_limit": 2},
+        subject={"max_retries": 0, "timeout_s": 2},
     )
     result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
     cards = {

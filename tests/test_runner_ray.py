@@ -1,12 +1,14 @@
 """The Ray executor on a local Ray instance: the local executor's cards, failures recorded.
 
-Every Ray run here goes through ``run_benchmark(executor="ray")``, which starts a local Ray
-(no dashboard) and shuts it down; a module fixture makes sure none is left behind.
+Every Ray run here goes through ``run_benchmark`` with ``executor = "ray"`` in its config,
+which starts a local Ray (no dashboard) and shuts it down; a module fixture makes sure none is
+left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import math
@@ -24,13 +26,12 @@ import pytest
 from typer.testing import CliRunner
 
 from pathgls.cli import app
+from pathgls.config import PathGLSConfig, load_config
 from pathgls.errors import ConfigError, ModelNotFoundError
-from pathgls.runner.config import RunConfig
 from pathgls.runner.items import discover
 from pathgls.runner.manifest import read_manifest
 from pathgls.runner.run import plan_tasks, run_benchmark
 from pathgls.runner.store import ResultsStore, load_grounding_map
-from pathgls.subjects.base import SubjectConfig
 
 SLIDES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "slides"
 TILES = SLIDES.parent / "tiles"
@@ -106,6 +107,12 @@ def assert_same(actual: object, expected: object, *, path: str = "card") -> None
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
+def on_ray(config: PathGLSConfig, *, workers: int) -> PathGLSConfig:
+    """``config`` with the Ray executor and ``workers`` actors."""
+    run = dataclasses.replace(config.run, executor="ray", workers=workers)
+    return dataclasses.replace(config, run=run)
+
+
 def grounding_maps(run_dir: Path) -> dict[str, dict[str, np.ndarray]]:
     return {
         str(p.relative_to(run_dir)): load_grounding_map(p)["values"]
@@ -145,7 +152,10 @@ def grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         )
     )
     clip = save_random_hf_clip(base / "clip")
-    config = RunConfig(subjects=("captioner-obedient", f"replay:{replay}"), encoder=f"hf:{clip}")
+    config = load_config(
+        run={"subjects": ("captioner-obedient", f"replay:{replay}")},
+        encoder={"name": f"hf:{clip}"},
+    )
     local = run_benchmark(source=src, config=config, out=base / "local", plots=False)
     with torch_threads(1):
         local_1t = run_benchmark(source=src, config=config, out=base / "local-1t", plots=False)
@@ -159,12 +169,7 @@ def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
     local, local_1t = grounded["local"], grounded["local_1t"]
     out = tmp_path / "ray"
     result = run_benchmark(
-        source=grounded["src"],
-        config=grounded["config"],
-        out=out,
-        executor="ray",
-        workers=2,
-        plots=False,
+        source=grounded["src"], config=on_ray(grounded["config"], workers=2), out=out, plots=False
     )
     assert not ray.is_initialized()  # the Ray it started is stopped
     assert result.planned == 4 and result.counts == {"ok": 4, "partial": 0, "failed": 0}
@@ -208,13 +213,12 @@ def test_ray_records_failed_items_and_completes_the_rest(tmp_path: Path) -> None
     src = link(tmp_path / "slides", CMU, SLIDES / "broken.svs")
     # a subject whose endpoint never answers (closed port; no retries, so no backoff waits)
     dead = "openai:http://127.0.0.1:9/v1#never"
-    config = RunConfig(
-        subjects=("captioner", dead), subject=SubjectConfig(max_retries=0, timeout_s=2)
+    config = load_config(
+        run={"subjects": ("captioner", dead), "executor": "ray", "workers": 2},
+        subject={"max_retries": 0, "timeout_s": 2},
     )
     out = tmp_path / "run"
-    result = run_benchmark(
-        source=src, config=config, out=out, executor="ray", workers=2, plots=False
-    )
+    result = run_benchmark(source=src, config=config, out=out, plots=False)
     assert result.planned == 4
     assert result.counts == {"ok": 1, "partial": 0, "failed": 3}
     cards = {(c.inputs["subject"], c.item_id): c for c in ResultsStore(out).load_cards()}
@@ -242,9 +246,12 @@ def test_ray_records_failed_items_and_completes_the_rest(tmp_path: Path) -> None
 def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path) -> None:
     import ray
 
-    config = RunConfig(subjects=("captioner",), encoder=f"hf:{tmp_path / 'no-such-clip'}")
+    config = load_config(
+        run={"subjects": ("captioner",), "executor": "ray", "workers": 2},
+        encoder={"name": f"hf:{tmp_path / 'no-such-clip'}"},
+    )
     with pytest.raises(ModelNotFoundError, match="no-such-clip"):  # as the local executor
-        run_benchmark(source=ROI, config=config, out=tmp_path / "run", executor="ray", workers=2)
+        run_benchmark(source=ROI, config=config, out=tmp_path / "run")
     assert not ray.is_initialized()
     assert read_manifest(tmp_path / "run")["status"] == "interrupted"
     assert not (tmp_path / "run" / "scorecards").exists()
@@ -283,7 +290,7 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
     # five items: when the first busy worker is killed, items are still waiting, so it is
     # replaced (the other worker cannot finish three items in the moment Ray needs to notice)
     src = link(tmp_path / "slides", CMU, ROI, ROI2, *ROIS)
-    config = RunConfig(subjects=("captioner",))
+    config = load_config(run={"subjects": ("captioner",), "executor": "ray", "workers": 2})
     killed: list[int] = []
     stop = threading.Event()
 
@@ -299,9 +306,7 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
     killer.start()
     out = tmp_path / "run"
     try:
-        result = run_benchmark(
-            source=src, config=config, out=out, executor="ray", workers=2, plots=False
-        )
+        result = run_benchmark(source=src, config=config, out=out, plots=False)
     finally:
         stop.set()
         killer.join(timeout=10)
@@ -319,9 +324,9 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
 
 def test_missing_ray_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    config = RunConfig(subjects=("captioner",))
+    config = load_config(run={"subjects": ("captioner",), "executor": "ray"})
     with pytest.raises(ConfigError, match=r"pip install 'pathgls\[ray\]'"):
-        run_benchmark(source=ROI, config=config, out=tmp_path / "run", executor="ray")
+        run_benchmark(source=ROI, config=config, out=tmp_path / "run")
     assert read_manifest(tmp_path / "run")["status"] == "interrupted"
     res = CliRunner().invoke(
         app,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from pathgls.attacks.quantiles import masked_quantile, masked_quantiles
-from pathgls.errors import ConfigError
+from pathgls.config import StainConfig
 
 #: Macenko's / torchstain's reference stain matrix (columns: hematoxylin, eosin; rows: RGB OD).
 HE_REFERENCE = ((0.5626, 0.2159), (0.7201, 0.8012), (0.4062, 0.5581))
@@ -51,71 +51,6 @@ _TOO_LITTLE_TISSUE, _FLAT, _PARALLEL, _NO_CONCENTRATION = 1, 2, 3, 4
 #: batch to the ``(b, 3, 2)`` matrices ``A`` of its rebuild ``Io·exp(−A·C)`` (perturbation:
 #: ``HE·diag(f)``; normalisation: ``HE_ref·diag(maxC_ref / maxC)``).
 MixFn = Callable[[torch.Tensor, torch.Tensor, slice], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class StainConfig:
-    """Macenko parameters, perturbation range and when an image is left alone."""
-
-    # Transmitted light intensity: OD = −log((I + 1) / io) (Macenko, torchstain: 240).
-    io: float = 240.0
-    # Tissue pixels have OD ≥ beta in every channel (0.15).
-    beta: float = 0.15
-    # Stain vectors at the alpha-th and (100 − alpha)-th angle percentiles (1).
-    alpha: float = 1.0
-    # Percentile of each stain's concentrations taken as its maximum (99).
-    max_percentile: float = 99.0
-    # H and E concentrations are scaled by factors drawn from U(factor_low, factor_high).
-    factor_low: float = 0.7
-    factor_high: float = 1.3
-    # An image needs at least this fraction of tissue pixels ...
-    min_tissue_fraction: float = 0.01
-    # ... and at least this many, or it is returned unchanged (flagged).
-    min_tissue_pixels: int = 100
-    # Second-largest / largest eigenvalue of the tissue OD covariance below this: the tissue
-    # has (nearly) one colour direction, two stains cannot be told apart (flagged).
-    min_eigen_ratio: float = 1e-4
-    # |sin| of the angle between the two stain vectors below this: degenerate (flagged).
-    min_stain_separation: float = 1e-3
-    # Per-pixel arithmetic: "float32" (fast; stain matrices within ~1e-6 of float64) or
-    # "float64" (torchstain's arithmetic). Sums and per-image statistics are always float64.
-    precision: str = "float32"
-    # Images per internal pass: bounds memory, does not change results (None: 2 on the CPU,
-    # where small passes stay in cache, 32 on other devices).
-    max_batch: int | None = None
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.io) and self.io > 0):
-            raise ConfigError(f"io must be a positive number, got {self.io}")
-        if not math.isfinite(self.beta):
-            raise ConfigError(f"beta must be a finite number, got {self.beta}")
-        if not 0 <= self.alpha < 50:
-            raise ConfigError(f"alpha must be in [0, 50), got {self.alpha}")
-        if not 0 < self.max_percentile <= 100:
-            raise ConfigError(f"max_percentile must be in (0, 100], got {self.max_percentile}")
-        if not 0 < self.factor_low <= self.factor_high or not math.isfinite(self.factor_high):
-            raise ConfigError(
-                "factors must satisfy 0 < factor_low <= factor_high < inf, "
-                f"got {self.factor_low}, {self.factor_high}"
-            )
-        if not 0 <= self.min_tissue_fraction <= 1:
-            raise ConfigError(
-                f"min_tissue_fraction must be in [0, 1], got {self.min_tissue_fraction}"
-            )
-        if self.min_tissue_pixels < 3:
-            raise ConfigError(f"min_tissue_pixels must be >= 3, got {self.min_tissue_pixels}")
-        if not 0 <= self.min_eigen_ratio < 1:
-            raise ConfigError(f"min_eigen_ratio must be in [0, 1), got {self.min_eigen_ratio}")
-        if not 0 <= self.min_stain_separation < 1:
-            raise ConfigError(
-                f"min_stain_separation must be in [0, 1), got {self.min_stain_separation}"
-            )
-        if self.precision not in _PRECISIONS:
-            raise ConfigError(
-                f"precision must be one of {sorted(_PRECISIONS)}, got {self.precision!r}"
-            )
-        if self.max_batch is not None and self.max_batch < 1:
-            raise ConfigError(f"max_batch must be >= 1 or None, got {self.max_batch}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,12 +19,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pathgls.config import DEFAULT_ATTACK as DEFAULT_ATTACK  # the attack when none is named
 from pathgls.errors import ConfigError, UnknownNameError
 from pathgls.io.resources import resource
 
 DEFAULT_LIBRARY = resource("prompts.toml")
-#: The attack of the PathGLS paper, used when none is named.
-DEFAULT_ATTACK = "false-malignant-history"
 #: The six fields of the structured report, in order.
 SIX_FIELDS = (
     "Stain type",

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pathgls.cli.common import fail
-from pathgls.errors import PathGLSError
+from pathgls.errors import ConfigError, PathGLSError
 
 Opt = typer.Option
 attack_app = typer.Typer(no_args_is_help=True, help="Attacks on the subject model.")
@@ -27,20 +27,30 @@ def register(app: typer.Typer) -> None:
 def stain(
     image: Annotated[Path, typer.Argument(help="An RGB image (PNG/JPEG/TIFF).")],
     out: Annotated[Path, Opt(help="Where to write the perturbed PNG.")],
-    seed: Annotated[int, Opt(help="Seed of the H and E scale factors.")] = 0,
+    seed: Annotated[
+        int | None, Opt(help="Seed of the H and E scale factors (default: run.seed, 0).")
+    ] = None,
     image_id: Annotated[
         str | None, Opt(help="Id that, with the seed, decides the factors (default: file name).")
+    ] = None,
+    config: Annotated[
+        Path | None, Opt(help="TOML config: its stain section (factor range, Macenko).")
     ] = None,
 ) -> None:
     """Macenko stain perturbation: H and E concentrations scaled by seeded U(0.7, 1.3) factors."""
     from pathgls.attacks.stain import perturb_stain
+    from pathgls.config import load_config
     from pathgls.grounding.sources import load_roi_image
     from pathgls.inspect.viz import save_png
 
     console = Console(stderr=True)
     try:
+        cfg = load_config(config, run={"seed": seed})
+        seed = cfg.run.seed
         img = load_roi_image(image)
-        res = perturb_stain(images=img, image_ids=image_id or image.name, seed=seed)
+        res = perturb_stain(
+            images=img, image_ids=image_id or image.name, seed=seed, config=cfg.stain
+        )
         save_png(out, res.images)
     except PathGLSError as e:
         fail(console, e)
@@ -51,29 +61,53 @@ def stain(
 
 
 def stability(
-    subject: Annotated[str, Opt(help="openai:<url>#<model>, hf:<dir>, replay:<jsonl>, captioner")],
+    subject: Annotated[
+        str | None,
+        Opt(help="openai:<url>#<model>, hf:<dir>, replay:<jsonl>, captioner (or run.subjects)."),
+    ] = None,
     image: Annotated[Path | None, Opt(help="An ROI image.")] = None,
     slide: Annotated[
         Path | None, Opt(help="A slide (with --bag for montage/patches views).")
     ] = None,
     bag: Annotated[Path | None, Opt(help="The slide's feature bag.")] = None,
-    view: Annotated[str, Opt(help="Slide view: thumbnail, montage or patches.")] = "thumbnail",
-    attack: Annotated[str, Opt(help="Adversarial prompt name.")] = "false-malignant-history",
-    delta: Annotated[str, Opt(help="Δ backend: embedding, nli or entity.")] = "embedding",
+    view: Annotated[
+        str | None, Opt(help="Slide view: thumbnail (default), montage or patches.")
+    ] = None,
+    attack: Annotated[
+        str | None, Opt(help="Adversarial prompt name (default false-malignant-history).")
+    ] = None,
+    delta: Annotated[str | None, Opt(help="Δ backend: embedding (default), nli or entity.")] = None,
     nli: Annotated[str | None, Opt(help="NLI model for --delta nli (hf:<dir>).")] = None,
-    seed: Annotated[int, Opt(help="Generation and stain seed.")] = 0,
+    seed: Annotated[int | None, Opt(help="Generation and stain seed (default 0).")] = None,
     cache_dir: Annotated[
         Path | None, Opt(help="Cache subject outputs here (reruns never re-query).")
     ] = None,
     mpp: Annotated[float | None, Opt(help="Level-0 µm/px of --slide without metadata.")] = None,
+    config: Annotated[
+        Path | None,
+        Opt(
+            help="TOML config (stability, stain, view, subject, models, run.attack/seed/mpp); "
+            "the options given here win."
+        ),
+    ] = None,
     as_json: Annotated[bool, Opt("--json", help="Print reports and score as JSON.")] = False,
 ) -> None:
     """Stability score S_s of a subject on an ROI or a slide: stain shift and prompt attack."""
+    from pathgls.config import load_config
+
     console = Console(stderr=True)
     if (image is None) == (slide is None):
         fail(console, "give exactly one of --image or --slide")
     try:
-        run, item = _run(subject, image, slide, bag, view, attack, delta, nli, seed, cache_dir, mpp)
+        cfg = load_config(
+            config,
+            run={"attack": attack, "seed": seed, "mpp": mpp},
+            stability={"delta": delta},
+            view={"kind": view},
+            models={"nli": nli},
+        )
+        subject = subject or _one_subject(cfg.run.subjects)
+        run, item = _run(cfg, subject, image, slide, bag, cache_dir, nli_given=nli is not None)
     except PathGLSError as e:
         fail(console, e)
     score = run.score
@@ -97,53 +131,66 @@ def stability(
     _print(run, item, subject)
 
 
+def _one_subject(subjects: tuple[str, ...]) -> str:
+    """The subject of the config when it names exactly one."""
+    if len(subjects) != 1:
+        raise ConfigError(
+            "give --subject SPEC"
+            + (f" (the config names {len(subjects)} subjects)" if subjects else "")
+        )
+    return subjects[0]
+
+
 def _run(
+    cfg: Any,
     subject: str,
     image: Path | None,
     slide: Path | None,
     bag: Path | None,
-    view: str,
-    attack: str,
-    delta: str,
-    nli: str | None,
-    seed: int,
     cache_dir: Path | None,
-    mpp: float | None,
+    *,
+    nli_given: bool,
 ) -> Any:
     from pathgls.grounding.sources import load_roi_image
-    from pathgls.stability.delta import StabilityConfig
     from pathgls.stability.run import run_stability
     from pathgls.subjects import build_subject
     from pathgls.subjects.cache import SubjectCache
-    from pathgls.subjects.views import View, ViewConfig, slide_view
+    from pathgls.subjects.views import View, slide_view
     from pathgls.text import build_extractor
     from pathgls.text.embedders import build_embedder
 
-    cfg = StabilityConfig(delta=delta)
-    subj = build_subject(subject)
+    delta = cfg.stability.delta
+    subj = build_subject(subject, cfg.subject)
     if image is not None:
         v, item = View(kind="roi", images=[load_roi_image(image)]), image.stem
     else:
-        v, item = slide_view(slide, bag=bag, config=ViewConfig(kind=view), mpp=mpp), slide.stem
-    embedder = build_embedder("minilm") if delta in ("embedding", "entity") else None
+        assert slide is not None
+        v = slide_view(slide, bag=bag, config=cfg.view, mpp=cfg.run.mpp)
+        item = slide.stem
+    embedder = build_embedder(cfg.models.embedder) if delta in ("embedding", "entity") else None
     nli_scorer = None
     if delta == "nli":
         from pathgls.nli import build_nli
 
-        if not nli:
-            raise PathGLSError("--delta nli needs --nli hf:<dir>")
-        nli_scorer = build_nli(nli)
+        nli_scorer = build_nli(cfg.models.nli)
+        if not hasattr(nli_scorer, "probabilities"):
+            where = "--nli" if nli_given else "models.nli"
+            raise PathGLSError(
+                f"--delta nli needs an NLI model with entailment probabilities: give --nli "
+                f"hf:<dir> ({where} is {cfg.models.nli!r})"
+            )
     run = run_stability(
         subject=subj,
         view=v,
         item_id=item,
-        extractor=build_extractor("lexicon"),
+        extractor=build_extractor(cfg.models.extractor),
         embedder=embedder,
         nli=nli_scorer,
-        attack=attack,
-        seed=seed,
+        attack=cfg.run.attack,
+        seed=cfg.run.seed,
         cache=SubjectCache(cache_dir) if cache_dir else None,
-        config=cfg,
+        stain_config=cfg.stain,
+        config=cfg.stability,
     )
     return run, item
 

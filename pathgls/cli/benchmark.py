@@ -18,25 +18,40 @@ Arg = typer.Argument
 Opt = typer.Option
 
 SubjectOpt = Annotated[
-    list[str],
+    list[str] | None,
     Opt(
         "--subject",
-        help="Model under test (repeatable): captioner, captioner-obedient, "
-        "openai:<url>#<model>, hf:<repo-or-dir>, replay:<jsonl>.",
+        help="Model under test (repeatable; replaces the config's run.subjects): captioner, "
+        "captioner-obedient, openai:<url>#<model>, hf:<repo-or-dir>, replay:<jsonl>.",
     ),
 ]
 EncoderOpt = Annotated[
     str | None,
-    Opt(help="Image-text encoder for grounding (plip, quiltnet, conch, hf:<dir>); none: no S_g."),
+    Opt(
+        help="Image-text encoder for grounding (plip, quiltnet, conch, hf:<dir>); 'none': no "
+        "S_g. Default: the config's encoder.name, else none."
+    ),
 ]
-ViewOpt = Annotated[str, Opt(help="What a subject sees of a slide: thumbnail, montage, patches.")]
-AttackOpt = Annotated[str, Opt(help="Adversarial prompt of the attack condition.")]
-SeedOpt = Annotated[int, Opt(help="Generation and stain seed.")]
+ViewOpt = Annotated[
+    str | None, Opt(help="What a subject sees of a slide: thumbnail (default), montage, patches.")
+]
+AttackOpt = Annotated[
+    str | None, Opt(help="Adversarial prompt of the attack condition (false-malignant-history).")
+]
+SeedOpt = Annotated[int | None, Opt(help="Generation and stain seed (default 0).")]
 MppOpt = Annotated[float | None, Opt(help="Level-0 µm/px for slides without resolution metadata.")]
-NliOpt = Annotated[str, Opt(help="NLI for the Logic score: rules or hf:<dir>.")]
-ConfigOpt = Annotated[Path | None, Opt(help="TOML pipeline config (tiling, encoder, grounding).")]
-TimeoutOpt = Annotated[float, Opt(help="Seconds one subject request may take (openai).")]
-RetriesOpt = Annotated[int, Opt(help="Retries of a failed subject request (openai).")]
+NliOpt = Annotated[str | None, Opt(help="NLI for the Logic score: rules (default) or hf:<dir>.")]
+ConfigOpt = Annotated[
+    Path | None,
+    Opt(
+        help="TOML config with any of its sections (run, models, encoder, logic, fusion, ...); "
+        "a run's OUT/config.toml repeats that run. The options given here win."
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None, Opt(help="Seconds one subject request may take (openai; default 120).")
+]
+RetriesOpt = Annotated[int | None, Opt(help="Retries of a failed subject request (openai; 3).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -47,38 +62,53 @@ def register(app: typer.Typer) -> None:
 
 def build_run_config(
     *,
-    subjects: list[str],
-    encoder: str | None,
-    view: str,
-    attack: str,
-    seed: int,
-    mpp: float | None,
-    nli: str,
-    config: Path | None,
-    subject_timeout: float = 120.0,
-    subject_retries: int = 3,
+    config: Path | None = None,
+    subjects: list[str] | None = None,
+    encoder: str | None = None,
+    view: str | None = None,
+    attack: str | None = None,
+    seed: int | None = None,
+    mpp: float | None = None,
+    nli: str | None = None,
+    subject_timeout: float | None = None,
+    subject_retries: int | None = None,
+    executor: str | None = None,
+    address: str | None = None,
+    workers: int | None = None,
 ) -> Any:
-    """The :class:`RunConfig` of the command-line options.
+    """The run's :class:`~pathgls.config.PathGLSConfig`: the config file, then the options given.
+
+    An option left out (None) keeps the file's value, or the default; ``--subject`` replaces
+    the file's subjects; ``--encoder none`` runs without an encoder whatever the file says.
 
     Raises:
-        ConfigError: an invalid option or config file.
+        ConfigError: an invalid option or config file, or a config that cannot run.
     """
-    from pathgls.config import load_config
-    from pathgls.runner.config import RunConfig
-    from pathgls.subjects.base import SubjectConfig
-    from pathgls.subjects.views import ViewConfig
+    import dataclasses
 
-    return RunConfig(
-        subjects=tuple(subjects),
-        encoder=encoder,
-        pipeline=load_config(config),
-        view=ViewConfig(kind=view),
-        attack=attack,
-        seed=seed,
-        mpp=mpp,
-        nli=nli,
-        subject=SubjectConfig(timeout_s=subject_timeout, max_retries=subject_retries),
+    from pathgls.config import load_config, validate_run
+
+    no_encoder = encoder is not None and encoder.strip().lower() == "none"
+    cfg = load_config(
+        config,
+        run={
+            "subjects": tuple(subjects) if subjects else None,
+            "attack": attack,
+            "seed": seed,
+            "mpp": mpp,
+            "executor": executor,
+            "address": address,
+            "workers": workers,
+        },
+        models={"nli": nli},
+        encoder={"name": None if no_encoder else encoder},
+        view={"kind": view},
+        subject={"timeout_s": subject_timeout, "max_retries": subject_retries},
     )
+    if no_encoder:
+        cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder, name=None))
+    validate_run(cfg)
+    return cfg
 
 
 def execute(
@@ -87,9 +117,6 @@ def execute(
     run_config: Any,
     out: Path,
     console: Console,
-    executor: str = "local",
-    address: str | None = None,
-    workers: int | None = None,
     references: Path | None = None,
 ) -> Any:
     """Run with a progress bar and the run log; returns the :class:`RunResult`."""
@@ -105,9 +132,6 @@ def execute(
             source=source,
             config=run_config,
             out=out,
-            executor=executor,
-            address=address,
-            workers=workers,
             references=references,
             progress=progress,
         )
@@ -131,10 +155,10 @@ def report_run(result: Any, console: Console) -> None:
 
 def benchmark(
     slides: Annotated[Path, Arg(help="A slide/ROI file or a folder searched recursively.")],
-    subject: SubjectOpt,
     out: Annotated[Path, Opt(help="Run directory (created; a rerun resumes it).")],
+    subject: SubjectOpt = None,
     encoder: EncoderOpt = None,
-    executor: Annotated[str, Opt(help="local or ray.")] = "local",
+    executor: Annotated[str | None, Opt(help="local (default) or ray.")] = None,
     address: Annotated[
         str | None, Opt(help="Ray cluster address (default: start a local Ray).")
     ] = None,
@@ -142,24 +166,26 @@ def benchmark(
     references: Annotated[
         Path | None, Opt(help="TSV item_id<TAB>reference: HARE against these reports.")
     ] = None,
-    view: ViewOpt = "thumbnail",
-    attack: AttackOpt = "false-malignant-history",
-    seed: SeedOpt = 0,
+    view: ViewOpt = None,
+    attack: AttackOpt = None,
+    seed: SeedOpt = None,
     mpp: MppOpt = None,
-    nli: NliOpt = "rules",
+    nli: NliOpt = None,
     config: ConfigOpt = None,
-    subject_timeout: TimeoutOpt = 120.0,
-    subject_retries: RetriesOpt = 3,
+    subject_timeout: TimeoutOpt = None,
+    subject_retries: RetriesOpt = None,
 ) -> None:
     """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
 
     Each (slide, subject) gets a ScoreCard in OUT/scorecards/; a rerun skips finished ones.
     Bad slides and failing subjects are recorded with their reasons; the others complete.
+    OUT/config.toml is the complete effective config: `--config OUT/config.toml` repeats the run.
     Exits 1 when no item at all could be evaluated, 2 on a usage or model error.
     """
     console = Console(stderr=True)
     try:
         run_config = build_run_config(
+            config=config,
             subjects=subject,
             encoder=encoder,
             view=view,
@@ -167,18 +193,17 @@ def benchmark(
             seed=seed,
             mpp=mpp,
             nli=nli,
-            config=config,
             subject_timeout=subject_timeout,
             subject_retries=subject_retries,
+            executor=executor,
+            address=address,
+            workers=workers,
         )
         result = execute(
             source=slides,
             run_config=run_config,
             out=out,
             console=console,
-            executor=executor,
-            address=address,
-            workers=workers,
             references=references,
         )
     except PathGLSError as e:
@@ -191,7 +216,7 @@ def benchmark(
 
 def evaluate(
     item: Annotated[Path, Arg(help="A slide or an ROI image.")],
-    subject: SubjectOpt,
+    subject: SubjectOpt = None,
     encoder: EncoderOpt = None,
     out: Annotated[
         Path | None, Opt(help="Keep bag, caches and the card here (default: a temporary folder).")
@@ -199,16 +224,16 @@ def evaluate(
     reference: Annotated[
         Path | None, Opt(help="A reference report (text file): adds HARE.")
     ] = None,
-    view: ViewOpt = "thumbnail",
-    attack: AttackOpt = "false-malignant-history",
-    seed: SeedOpt = 0,
+    view: ViewOpt = None,
+    attack: AttackOpt = None,
+    seed: SeedOpt = None,
     mpp: MppOpt = None,
-    nli: NliOpt = "rules",
+    nli: NliOpt = None,
     config: ConfigOpt = None,
-    subject_timeout: TimeoutOpt = 120.0,
-    subject_retries: RetriesOpt = 3,
+    subject_timeout: TimeoutOpt = None,
+    subject_retries: RetriesOpt = None,
 ) -> None:
-    """Evaluate one slide or ROI and print its ScoreCard(s) as JSON."""
+    """Evaluate one slide or ROI and print its ScoreCard(s) as JSON (local executor)."""
     import dataclasses
 
     from pathgls.runner.items import discover
@@ -221,6 +246,7 @@ def evaluate(
     cards: list[Any] = []
     try:
         run_config = build_run_config(
+            config=config,
             subjects=subject,
             encoder=encoder,
             view=view,
@@ -228,7 +254,6 @@ def evaluate(
             seed=seed,
             mpp=mpp,
             nli=nli,
-            config=config,
             subject_timeout=subject_timeout,
             subject_retries=subject_retries,
         )
@@ -251,7 +276,7 @@ def evaluate(
                     cards.append(card)
 
             run_local(
-                tasks=[(work, list(run_config.subjects))],
+                tasks=[(work, list(run_config.run.subjects))],
                 config=run_config,
                 store=store,
                 on_result=keep,

@@ -162,6 +162,9 @@ def calibration_toml(
 ) -> str:
     """The TOML ``pathgls gate --config`` reads: ``[fusion]``, ``[gate]`` and ``[calibration]``.
 
+    It is a pathgls config file (``[calibration]`` is a note table loaders skip), so
+    ``pathgls benchmark --config`` can use it too.
+
     ``[gate]`` holds ``deploy`` when the target precision is reachable (rounded down to 6
     decimals, so the item at the threshold still deploys whatever the float rounding of the
     gate's trust) and ``review`` when given; ``[calibration]`` records where the values came from
@@ -172,15 +175,15 @@ def calibration_toml(
     """
     import tomli_w
 
-    from pathgls.fusion import GateConfig
+    from pathgls.config import config_from_dict
 
     gate: dict[str, float] = {}
     if threshold.threshold is not None:
         gate["deploy"] = math.floor(threshold.threshold * 1e6) / 1e6
     if review is not None:
         gate["review"] = review
-    try:
-        GateConfig(**gate)
+    try:  # the file is a pathgls config: it must load as one
+        config_from_dict({"fusion": {"weights": dict(search.weights)}, "gate": gate})
     except ConfigError as e:
         raise ConfigError(f"cannot write this gate: {e}; pass --review at or below it") from e
     provenance: dict[str, Any] = {

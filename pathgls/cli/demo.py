@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -63,23 +64,34 @@ def link_inputs(paths: list[Path], directory: Path) -> Path:
 
 def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML config for the scoring sections (logic, fusion, gate, ...); the demo's "
+            "subjects and encoder are its own."
+        ),
+    ] = None,
 ) -> None:
     """Fetch the sample slide and IHC image, score two subjects on them, gate the reports."""
     from pathgls.cli.benchmark import execute, report_run
     from pathgls.cli.gate import card_row, print_gate_table
+    from pathgls.config import load_config, validate_run
     from pathgls.io.samples import fetch_sample
-    from pathgls.runner.config import RunConfig
     from pathgls.runner.store import ResultsStore
 
     console = Console(stderr=True)
     try:
+        run_config = load_config(config, run={"subjects": DEMO_SUBJECTS})
         with console.status("fetching the sample data (real H&E slide region, real IHC image)"):
             paths = [fetch_sample(name) for name in DEMO_SAMPLES]
         inputs = link_inputs(paths, out / "inputs")
         encoder, why = real_encoder()
         console.print(f"grounding: {escape(why)}", soft_wrap=True)
-        config = RunConfig(subjects=DEMO_SUBJECTS, encoder=encoder)
-        result = execute(source=inputs, run_config=config, out=out, console=console)
+        run_config = dataclasses.replace(
+            run_config, encoder=dataclasses.replace(run_config.encoder, name=encoder)
+        )
+        validate_run(run_config)
+        result = execute(source=inputs, run_config=run_config, out=out, console=console)
     except PathGLSError as e:
         fail(console, e)
     report_run(result, console)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pathgls.cli.common import fail, progress_bar, run_logging
-from pathgls.config import load_config, save_effective_config
+from pathgls.config import DEFAULT_ENCODER, load_config, save_effective_config
 from pathgls.errors import PathGLSError
 
 
@@ -33,11 +34,18 @@ def extract(
     ),
     encoder: Annotated[
         str | None,
-        Opt("--encoder", "-e", help="plip, quiltnet, conch, hf:<repo-or-dir>, open_clip:..."),
+        Opt(
+            "--encoder",
+            "-e",
+            help="plip, quiltnet, conch, hf:<repo-or-dir>, open_clip:... (default: the config's "
+            "encoder.name, else plip).",
+        ),
     ] = None,
     mag: Annotated[float | None, Opt(help="Target magnification (default 20 = 0.5 µm/px).")] = None,
     patch_size: Annotated[int | None, Opt(help="Patch side in px at --mag (default 512).")] = None,
-    mpp: Annotated[float | None, Opt(help="µm/px of level 0, for slides without metadata.")] = None,
+    mpp: Annotated[
+        float | None, Opt(help="µm/px of level 0, for slides without metadata (or run.mpp).")
+    ] = None,
     workers: Annotated[int | None, Opt(help="Reader threads (default 2).")] = None,
     batch_size: Annotated[int | None, Opt(help="Patches per batch (default 32).")] = None,
     tissue_threshold: Annotated[
@@ -46,7 +54,10 @@ def extract(
     device: Annotated[str | None, Opt(help="auto, cpu, cuda, cuda:N.")] = None,
     models_dir: Annotated[Path | None, Opt(help="Directory of pulled models.")] = None,
     overwrite: Annotated[bool, Opt(help="Redo slides whose bag exists.")] = False,
-    config: Annotated[Path | None, Opt(help="TOML config file; options given here win.")] = None,
+    config: Annotated[
+        Path | None,
+        Opt(help="TOML config (tiling, stream, encoder, bag; run.mpp); options given here win."),
+    ] = None,
     sample: Annotated[str | None, Opt(help="Use a sample slide (see `pathgls data list`).")] = None,
 ) -> None:
     """Tile slides at --mag, encode HighRes windows, write one HDF5 feature bag per slide."""
@@ -70,7 +81,10 @@ def extract(
                 "models_dir": str(models_dir) if models_dir else None,
             },
             bag={"overwrite": overwrite or None},
+            run={"mpp": mpp},
         )
+        if cfg.encoder.name is None:
+            cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
         if (slides is None) == (sample is None):
             fail(console, "give either SLIDES or --sample NAME")
         if sample is not None:
@@ -115,7 +129,7 @@ def extract(
                 out_dir=out,
                 encoder=enc,
                 config=cfg,
-                mpp=mpp,
+                mpp=cfg.run.mpp,
                 on_start=on_start,
                 progress=on_progress,
                 on_done=on_done,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -77,47 +76,6 @@ def parse_weights(spec: str) -> dict[str, float]:
     return weights
 
 
-CONFIG_KEYS = {
-    "fusion": ("weights", "reference_penalties"),
-    "gate": ("deploy", "review", "min_coverage", "floors"),
-}
-
-
-def read_gate_config(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``[fusion]`` and ``[gate]`` tables of a TOML file, as ``pathgls calibrate --out`` writes.
-
-    Other top-level tables (e.g. ``[calibration]``, where the values came from) are ignored.
-
-    Raises:
-        ConfigError: The file cannot be read or parsed, has neither table, or an unknown key or a
-            value of the wrong kind in one of them.
-    """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"cannot read the gate config {path}: {e}") from e
-    if not any(section in data for section in CONFIG_KEYS):
-        raise ConfigError(f"{path}: no [fusion] or [gate] table")
-    out: dict[str, dict[str, Any]] = {}
-    for section, keys in CONFIG_KEYS.items():
-        table = data.get(section, {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [{section}] must be a table")
-        unknown = sorted(set(table) - set(keys))
-        if unknown:
-            raise ConfigError(
-                f"{path}: unknown key(s) in [{section}]: {', '.join(unknown)} "
-                f"(known: {', '.join(keys)})"
-            )
-        for key in ("weights", "floors"):
-            if key in table and not isinstance(table[key], dict):
-                raise ConfigError(f"{path}: {section}.{key} must be a table of module = number")
-        if not isinstance(table.get("reference_penalties", False), bool):
-            raise ConfigError(f"{path}: fusion.reference_penalties must be true or false")
-        out[section] = dict(table)
-    return out
-
-
 def _configs(
     *,
     config: Path | None,
@@ -126,19 +84,27 @@ def _configs(
     floors: list[str],
     reference_penalties: bool = False,
 ) -> tuple[Any, Any]:
-    """FusionConfig and GateConfig from the config file, overridden by the flags given."""
-    from pathgls.fusion import FusionConfig, GateConfig
+    """FusionConfig and GateConfig from the config file, overridden by the flags given.
 
-    file = read_gate_config(config) if config is not None else {"fusion": {}, "gate": {}}
-    fusion = dict(file["fusion"])
-    if weights is not None:
-        fusion["weights"] = parse_weights(weights)
-    if reference_penalties:
-        fusion["reference_penalties"] = True
-    gate = dict(file["gate"])
-    gate.update({k: v for k, v in flags.items() if v is not None})
-    gate["floors"] = {**gate.get("floors", {}), **parse_floors(floors)}
-    return FusionConfig(**fusion), GateConfig(**gate)
+    The file is any pathgls config (``pathgls calibrate --out`` writes one with ``[fusion]``
+    and ``[gate]``; a run's ``config.toml`` is one too); ``--floor`` adds to its floors.
+    """
+    from pathgls.config import load_config
+
+    file = load_config(config)
+    extra_floors = parse_floors(floors)
+    cfg = load_config(
+        config,
+        fusion={
+            "weights": parse_weights(weights) if weights is not None else None,
+            "reference_penalties": True if reference_penalties else None,
+        },
+        gate={
+            **flags,
+            "floors": {**file.gate.floors, **extra_floors} if extra_floors else None,
+        },
+    )
+    return cfg.fusion, cfg.gate
 
 
 def _load(path: Path) -> Any:
@@ -192,8 +158,8 @@ def gate(
     config: Annotated[
         Path | None,
         Opt(
-            help="TOML with fusion weights and gate thresholds (pathgls calibrate --out); "
-            "the flags above override it."
+            help="TOML config: its fusion weights and gate thresholds (pathgls calibrate --out, "
+            "or a run's config.toml); the flags above override it."
         ),
     ] = None,
     reference_penalties: Annotated[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -55,10 +56,14 @@ def ground(
     template: Annotated[
         list[str] | None, Opt(help="Prompt template with one {} (repeatable: ensembled).")
     ] = None,
-    extractor: Annotated[str, Opt(help="Entity extractor: lexicon, hf-ner:<dir>, ...")] = (
-        "lexicon"
-    ),
-    config: Annotated[Path | None, Opt(help="TOML config file.")] = None,
+    extractor: Annotated[
+        str | None,
+        Opt(help="Entity extractor: lexicon, hf-ner:<dir>, ... (default: models.extractor)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        Opt(help="TOML config (grounding, encoder, tiling, models.extractor, run.mpp)."),
+    ] = None,
     device: Annotated[str | None, Opt(help="auto, cpu, cuda, ...")] = None,
     geojson: Annotated[
         Path | None, Opt(help="Write the top patches per entity as QuPath GeoJSON here.")
@@ -111,7 +116,7 @@ def ground(
 
 
 def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
-    from pathgls.config import load_config
+    from pathgls.config import DEFAULT_ENCODER, load_config
     from pathgls.encoders import build_encoder
     from pathgls.grounding.score import ground as ground_fn
     from pathgls.grounding.sources import (
@@ -140,8 +145,17 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
         enc_over["name"] = validate_bag(bag_path).encoder
     elif kw["encoder"]:
         enc_over["name"] = kw["encoder"]
-    cfg = load_config(kw["config"], grounding=overrides, encoder=enc_over)
-    analyzed = analyze_report(report.read_bytes(), extractor=build_extractor(kw["extractor"]))
+    cfg = load_config(
+        kw["config"],
+        grounding=overrides,
+        encoder=enc_over,
+        models={"extractor": kw["extractor"]},
+        run={"mpp": kw["mpp"]},
+    )
+    if cfg.encoder.name is None:  # an ROI without --encoder or a config's encoder.name
+        cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
+    extractor = build_extractor(cfg.models.extractor)
+    analyzed = analyze_report(report.read_bytes(), extractor=extractor)
     enc = build_encoder(cfg.encoder)
     gc = cfg.grounding
     if bag_path is not None:
@@ -153,7 +167,7 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
                 config=gc,
                 keep_patch_max=kw["heatmap"],
             )
-            thumb = _slide_thumbnail(kw, src) if kw["heatmap"] else None
+            thumb = _slide_thumbnail(kw | {"mpp": cfg.run.mpp}, src) if kw["heatmap"] else None
             if thumb is not None:
                 thumb["coords"], thumb["patch_size_level0"] = src.coords, src.patch_size_level0
         return result, thumb
@@ -169,7 +183,7 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
             width=w,
             height=h,
             target_mpp=cfg.tiling.target_mpp,
-            mpp=kw["mpp"],
+            mpp=cfg.run.mpp,
         )
         origin, space, name = (float(x), float(y)), "level0", f"{Path(kw['slide']).name}@{x},{y}"
     src = roi_source(

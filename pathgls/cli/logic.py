@@ -53,33 +53,44 @@ def logic(
     report: Annotated[
         Path, typer.Argument(help="A report file (.txt/.md) or a TSV/CSV of reports.")
     ],
-    nli: Annotated[str, Opt(help="NLI backend: rules, or hf:<repo-or-dir>.")] = "rules",
+    nli: Annotated[
+        str | None, Opt(help="NLI backend: rules (default), or hf:<repo-or-dir>.")
+    ] = None,
     extractor: Annotated[
-        str, Opt(help="Entity extractor: lexicon, hf-ner:<dir>, llm:<url>#<model>.")
-    ] = "lexicon",
+        str | None,
+        Opt(help="Entity extractor: lexicon (default), hf-ner:<dir>, llm:<url>#<model>."),
+    ] = None,
     column: Annotated[
         str | None, Opt(help="Report column of a TSV (default: candidate/report/text).")
     ] = None,
     id_column: Annotated[str, Opt(help="Id column of a TSV.")] = "case_id",
     top: Annotated[int, Opt(help="Contradicting pairs to show per report.")] = 3,
+    config: Annotated[
+        Path | None,
+        Opt(help="TOML config: its logic section, models.nli and models.extractor."),
+    ] = None,
     as_json: Annotated[bool, Opt("--json", help="Print JSON (one object per report).")] = False,
 ) -> None:
     """Logic score S_l: do the report's findings contradict its diagnosis?"""
+    from pathgls.config import load_config
     from pathgls.logic import logic_score
     from pathgls.nli import build_nli
     from pathgls.text import analyze_report, build_extractor
 
     console = Console(stderr=True)
     try:
+        cfg = load_config(config, models={"nli": nli, "extractor": extractor})
         items = _read_reports(report, column, id_column)
-        ext = build_extractor(extractor)
-        scorer = build_nli(nli)
+        ext = build_extractor(cfg.models.extractor)
+        scorer = build_nli(cfg.models.nli)
     except PathGLSError as e:
         fail(console, e)
     out = Console()
     for rid, text in items:
         try:
-            score = logic_score(report=analyze_report(text, extractor=ext), nli=scorer)
+            score = logic_score(
+                report=analyze_report(text, extractor=ext), nli=scorer, config=cfg.logic
+            )
         except PathGLSError as e:
             console.print(f"[red]error[/] {escape(rid)}: {escape(str(e))}", soft_wrap=True)
             continue

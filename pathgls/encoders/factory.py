@@ -16,6 +16,7 @@ from pathgls.encoders.registry import (
     encoder_location,
     parse_encoder_spec,
 )
+from pathgls.errors import ConfigError
 
 
 @ENCODERS.register(
@@ -51,6 +52,9 @@ def build_encoder(config: EncoderConfig) -> Encoder:
         UnknownNameError: the name is not registered and not a known scheme.
         ModelNotFoundError: the weights are not available locally (the message says how to pull).
         EncoderError: the weights are there but cannot be loaded.
-        ConfigError: a malformed name, bad device or precision.
+        ConfigError: no encoder named (``config.name`` is None), a malformed name, bad device
+            or precision.
     """
+    if config.name is None:
+        raise ConfigError("no image-text encoder named: set encoder.name (--encoder plip, ...)")
     return ENCODERS.build(config.name, config)

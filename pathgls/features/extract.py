@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from pathgls import __version__
-from pathgls.config import PathGLSConfig, config_to_dict
+from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
@@ -150,7 +150,10 @@ def _extract(
             random_weights=encoder.random_weights,
             n_windows=len(offsets) ** 2,
             dim=encoder.dim,
-            config_json=json.dumps(config_to_dict(config), sort_keys=True),
+            config_json=json.dumps(
+                {k: v for k, v in config_to_dict(config).items() if k in SLIDE_SECTIONS},
+                sort_keys=True,
+            ),
             # where the slide was (heat maps draw over its thumbnail); not part of its identity
             extras={"slide_path": str(Path(slide).resolve())},
         )

@@ -45,17 +45,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from pathgls.errors import ConfigError, HareInputError
+from pathgls.config import HareConfig
 from pathgls.errors import EmptyReportWarning as EmptyReportWarning  # re-exported
 from pathgls.errors import HareError as HareError  # re-exported
+from pathgls.errors import HareInputError
 from pathgls.hub.cards import model_card
-from pathgls.text.base import HARE_TYPES
 from pathgls.types import Relation
 
 logger = logging.getLogger(__name__)
@@ -68,65 +67,8 @@ GRAPH_RELATION_TYPES = ("modifier_of", "result_of", "located_in")
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = " .,;:!?()[]{}\"'`*-–—/"
-_CHOICES = {
-    "combine": ("weighted", "sum"),
-    "relation_match": ("exact", "soft"),
-    "no_relations": ("missing", "zero"),
-    "re_scope": ("sentence", "report"),
-}
 #: Relation types of the report graph (:mod:`pathgls.text.relations`).
 _GRAPH_TYPES = frozenset({"modifier_of", "result_of", "located_in", "supports", "same_as"})
-
-
-@dataclass(frozen=True)
-class HareConfig:
-    """How HARE scores, and the options of the models :func:`build_hare_models` loads."""
-
-    alpha: float = 0.5  # weight of F1_e in combine="weighted" (reference code: 0.5)
-    combine: Literal["weighted", "sum"] = "weighted"  # α·F1_e + (1−α)·F1_r, or F1_e + F1_r
-    negation_aware: bool = False  # negated vs affirmed entities never match
-    relation_match: Literal["exact", "soft"] = "exact"  # triple matching (published: exact)
-    soft_relation_threshold: float = 0.0  # soft triple similarity below this counts 0
-    type_restricted: bool = False  # an entity matches only entities of its own HARE type
-    type_weights: Mapping[str, float] | None = None  # HARE type → mention weight (None: all 1)
-    no_relations: Literal["missing", "zero"] = "missing"  # F1_r when neither side has one
-    ner_threshold: float = 0.7  # hf-ner: entities with a lower confidence are dropped
-    re_threshold: float = 0.7  # hare-re: relations with a lower probability are dropped
-    re_scope: Literal["sentence", "report"] = "sentence"  # hare-re: which entity pairs
-    re_batch_size: int = 32  # hare-re: marked pairs per forward pass
-    re_max_length: int = 512  # hare-re: tokens per marked pair
-    embed_batch_size: int = 256  # entity texts per embedding forward pass
-    device: str = "auto"  # where hf-ner / hf-cls / hare-re run
-
-    def __post_init__(self) -> None:
-        for name in ("alpha", "soft_relation_threshold", "ner_threshold", "re_threshold"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
-                raise ConfigError(f"HareConfig.{name} must be a number in [0, 1], got {v!r}")
-        for name, allowed in _CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(
-                    f"HareConfig.{name} must be one of {', '.join(allowed)}, "
-                    f"got {getattr(self, name)!r}"
-                )
-        for name, least in (("re_batch_size", 1), ("embed_batch_size", 1), ("re_max_length", 8)):
-            if getattr(self, name) < least:
-                raise ConfigError(f"HareConfig.{name} must be at least {least}")
-        if self.type_weights is not None:
-            weights = dict(self.type_weights)
-            unknown = sorted(set(weights) - set(HARE_TYPES))
-            bad = [v for v in weights.values() if not (isinstance(v, int | float) and v >= 0)]
-            all_zero = not any(weights.get(t, 1.0) > 0 for t in HARE_TYPES)
-            if unknown or bad or all_zero:
-                raise ConfigError(
-                    f"HareConfig.type_weights maps HARE types ({', '.join(HARE_TYPES)}) to "
-                    f"weights ≥ 0, not all 0; got {self.type_weights!r}"
-                )
-            object.__setattr__(self, "type_weights", weights)
-
-    def weight(self, hare_type: str) -> float:
-        """Mention weight of ``hare_type`` in the entity means."""
-        return float(self.type_weights.get(hare_type, 1.0)) if self.type_weights else 1.0
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pathgls.runner.config import RunConfig
+from pathgls.config import PathGLSConfig, validate_run
 from pathgls.runner.items import WorkItem
 from pathgls.runner.pipeline import evaluate_item, load_models
 from pathgls.runner.store import ResultsStore
@@ -18,14 +18,17 @@ ResultFn = Callable[[WorkItem, list[ScoreCard]], None]
 
 
 def run_local(
-    *, tasks: Sequence[Task], config: RunConfig, store: ResultsStore, on_result: ResultFn
+    *, tasks: Sequence[Task], config: PathGLSConfig, store: ResultsStore, on_result: ResultFn
 ) -> dict[str, Any]:
     """Evaluate ``tasks`` in this process; returns the models' description (for the manifest).
 
     Raises:
+        ConfigError: the config cannot run (:func:`~pathgls.config.validate_run`).
         ModelNotFoundError, ConfigError: a model of the run cannot be loaded (before any item).
     """
-    models = load_models(config, hare=any(item.reference is not None for item, _ in tasks))
+    validate_run(config)
+    hare = config.run.hare and any(item.reference is not None for item, _ in tasks)
+    models = load_models(config, hare=hare)
     for item, subjects in tasks:
         on_result(
             item,

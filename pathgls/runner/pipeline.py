@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import PathGLSError
+from pathgls.config import PathGLSConfig
+from pathgls.errors import ConfigError, PathGLSError
 from pathgls.fusion import gate_scorecard
-from pathgls.runner.config import RunConfig
 from pathgls.runner.items import WorkItem
 from pathgls.runner.store import ResultsStore
 from pathgls.subjects.base import Subject
@@ -91,7 +91,7 @@ def describe_model(model: Any) -> dict[str, Any]:
     return out
 
 
-def load_models(config: RunConfig, *, hare: bool = False) -> Models:
+def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
     """Load the run's models (never downloads).
 
     Raises:
@@ -104,12 +104,12 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
     from pathgls.text.embedders import build_embedder
 
     encoder = foils = None
-    if config.encoder is not None:
+    if config.encoder.name is not None:
         from pathgls.encoders import build_encoder
         from pathgls.grounding.targets import FoilEmbeddings, load_foils
 
-        encoder = build_encoder(config.pipeline.encoder)
-        gc = config.pipeline.grounding
+        encoder = build_encoder(config.encoder)
+        gc = config.grounding
         if gc.calibration == "foil-rank":
             bank = load_foils(gc.foils or None)
             foils = FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
@@ -117,13 +117,19 @@ def load_models(config: RunConfig, *, hare: bool = False) -> Models:
     if hare:
         from pathgls.hare.models import build_hare_models
 
-        hare_models = build_hare_models()
+        hare_models = build_hare_models(config=config.hare)
+    nli = build_nli(config.models.nli)
+    if config.stability.delta == "nli" and not hasattr(nli, "probabilities"):
+        raise ConfigError(
+            f"stability.delta = 'nli' needs entailment probabilities; the NLI backend "
+            f"{config.models.nli!r} (models.nli) has none: give an hf:<dir> NLI model"
+        )
     return Models(
-        extractor=build_extractor(config.extractor),
-        nli=build_nli(config.nli),
-        embedder=build_embedder(config.embedder),
+        extractor=build_extractor(config.models.extractor),
+        nli=nli,
+        embedder=build_embedder(config.models.embedder),
         encoder=encoder,
-        subjects={s: build_subject(s, config.subject) for s in config.subjects},
+        subjects={s: build_subject(s, config.subject) for s in config.run.subjects},
         hare=hare_models,
         foils=foils,
     )
@@ -168,7 +174,9 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
         timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
 
 
-def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsStore) -> _Prepared:
+def _prepare(
+    item: WorkItem, models: Models, config: PathGLSConfig, store: ResultsStore
+) -> _Prepared:
     from pathgls.grounding.sources import load_roi_image, roi_source
 
     timings: dict[str, float] = {}
@@ -187,7 +195,7 @@ def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsSt
                 "ROI grounded at its own pixel size, taken as 20× (0.5 µm/px); for an exact "
                 "magnification give the slide instead"
             )
-            ec = config.pipeline.encoder
+            ec = config.encoder
             with _timed(timings, "slide.tiling_encoding"):
                 prep.roi = roi_source(
                     encoder=models.encoder,
@@ -203,7 +211,7 @@ def _prepare(item: WorkItem, models: Models, config: RunConfig, store: ResultsSt
 def _prepare_slide(
     item: WorkItem,
     models: Models,
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
     timings: dict[str, float],
 ) -> _Prepared:
@@ -214,9 +222,9 @@ def _prepare_slide(
 
     prep_warnings: list[str] = []
     with _timed(timings, "slide.open"):
-        reader = open_slide(Path(item.path), mpp=config.mpp)
+        reader = open_slide(Path(item.path), mpp=config.run.mpp)
         try:
-            plan = plan_read(reader, config.pipeline.tiling)  # no mpp → MissingResolutionError
+            plan = plan_read(reader, config.tiling)  # no mpp → MissingResolutionError
             inputs = {
                 "slide_size": list(reader.dimensions),
                 "level0_mpp": float(reader.mpp),
@@ -236,27 +244,27 @@ def _prepare_slide(
                 slide=item.path,
                 out_dir=store.root,
                 encoder=models.encoder,
-                config=config.pipeline,
-                mpp=config.mpp,
+                config=config,
+                mpp=config.run.mpp,
             )
         if res.status == "failed":
             raise PathGLSError(f"feature bag: {res.error}")
         bag = (
             Path(res.bag_path)
             if res.bag_path
-            else bag_path_for(store.root, Path(item.path).stem, config.pipeline.encoder.name)
+            else bag_path_for(store.root, Path(item.path).stem, str(config.encoder.name))
         )
         inputs["bag"] = str(bag)
         inputs["n_patches"] = int(res.n_patches)
         inputs["patches_encoded_now"] = int(res.n_encoded)  # 0: a complete bag was reused
         prep_warnings += [f"feature bag: {w}" for w in res.warnings if "resolution" not in w]
     with _timed(timings, "slide.view"):
-        view = slide_view(item.path, bag=bag, config=config.view, mpp=config.mpp)
+        view = slide_view(item.path, bag=bag, config=config.view, mpp=config.run.mpp)
     return _Prepared(view=view, inputs=inputs, bag=bag, timings=timings, warnings=prep_warnings)
 
 
 def _base_inputs(
-    item: WorkItem, subject: str, described: dict[str, Any], config: RunConfig
+    item: WorkItem, subject: str, described: dict[str, Any], config: PathGLSConfig
 ) -> dict[str, Any]:
     """The inputs every card records; ``described`` is :meth:`Models.describe`."""
     s = (described.get("subjects") or {}).get(subject) or {}
@@ -267,15 +275,15 @@ def _base_inputs(
         "subject_learned": s.get("learned"),
         "item": item.path,
         "kind": item.kind,
-        "attack": config.attack,
-        "seed": config.seed,
+        "attack": config.run.attack,
+        "seed": config.run.seed,
         "view": item.kind if item.kind == "roi" else config.view.kind,
         "encoder": described.get("encoder"),
         # repo ids and revisions of the text models (extractor, NLI, embedder, HARE's)
         "models": {k: described.get(k) for k in ("extractor", "nli", "embedder", "hare")},
-        "extractor": config.extractor,
-        "nli": config.nli,
-        "embedder": config.embedder,
+        "extractor": config.models.extractor,
+        "nli": config.models.nli,
+        "embedder": config.models.embedder,
         "reference": item.reference is not None,
         "status": "failed",
     }
@@ -285,7 +293,7 @@ def _failed(
     item: WorkItem,
     subject: str,
     models: Models,
-    config: RunConfig,
+    config: PathGLSConfig,
     error: str,
     timings: dict[str, float],
 ) -> ScoreCard:
@@ -302,7 +310,7 @@ def failed_cards(
     item: WorkItem,
     subjects: Sequence[str],
     error: str,
-    config: RunConfig,
+    config: PathGLSConfig,
     models: dict[str, Any] | None = None,
 ) -> list[ScoreCard]:
     """``failed`` ScoreCards of ``item`` for ``subjects``, with ``error`` as their reason.
@@ -332,7 +340,7 @@ def evaluate_item(
     *,
     item: WorkItem,
     models: Models,
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
     subjects: Sequence[str] | None = None,
 ) -> list[ScoreCard]:
@@ -340,7 +348,7 @@ def evaluate_item(
 
     Never raises for a bad item or subject: failures become ``failed``/``partial`` cards.
     """
-    names = list(subjects if subjects is not None else config.subjects)
+    names = list(subjects if subjects is not None else config.run.subjects)
     try:
         prep = _prepare(item, models, config, store)
     except PathGLSError as e:
@@ -352,7 +360,7 @@ def evaluate_item(
     cards = []
     for s in names:
         failures = models.subject_failures.setdefault(s, [])
-        limit = config.subject_failure_limit
+        limit = config.run.subject_failure_limit
         if limit and len(failures) >= limit:
             error = (
                 f"subject skipped: its original report failed on the last {len(failures)} "
@@ -379,7 +387,7 @@ def _evaluate_subject(
     subject: str,
     prep: _Prepared,
     models: Models,
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
 ) -> ScoreCard:
     from pathgls.logic import logic_score
@@ -396,9 +404,11 @@ def _evaluate_subject(
         item_id=item.item_id,
         extractor=models.extractor,
         embedder=models.embedder,
-        attack=config.attack,
-        seed=config.seed,
+        nli=models.nli,
+        attack=config.run.attack,
+        seed=config.run.seed,
         cache=SubjectCache(store.cache_dir),
+        stain_config=config.stain,
         config=config.stability,
     )
     timings["generation"] = timed.seconds
@@ -417,7 +427,9 @@ def _evaluate_subject(
             modules["grounding"] = _grounding(item, subject, original, prep, models, config, store)
         if item.reference is not None and models.hare is not None:
             with _timed(timings, "hare"):
-                modules["hare"] = _hare(item.reference, run.reports["original"].text, models.hare)
+                modules["hare"] = _hare(
+                    item.reference, run.reports["original"].text, models.hare, config
+                )
         inputs["status"] = "partial" if errors else "ok"
     card = ScoreCard(
         item_id=item.item_id,
@@ -440,7 +452,7 @@ def _grounding(
     report: Any,
     prep: _Prepared,
     models: Models,
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
 ) -> ModuleScore:
     from pathgls.grounding.score import ground
@@ -448,8 +460,8 @@ def _grounding(
 
     if models.encoder is None:
         return ModuleScore(name="grounding", value=None, missing_reason=NO_ENCODER_REASON)
-    keep = config.keep_grounding_maps
-    cfg = config.pipeline.grounding
+    keep = config.run.keep_grounding_maps
+    cfg = config.grounding
     with contextlib.ExitStack() as stack:
         if prep.roi is not None:
             source = prep.roi
@@ -480,14 +492,16 @@ def _grounding(
     return res.score
 
 
-def _hare(reference: str, candidate: str, hare_models: Any) -> ModuleScore:
+def _hare(reference: str, candidate: str, hare_models: Any, config: PathGLSConfig) -> ModuleScore:
     import warnings
 
     from pathgls.hare.models import score_pairs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        (res,) = score_pairs(references=[reference], candidates=[candidate], models=hare_models)
+        (res,) = score_pairs(
+            references=[reference], candidates=[candidate], models=hare_models, config=config.hare
+        )
     return ModuleScore(
         name="hare",
         value=float(res.score),

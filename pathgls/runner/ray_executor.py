@@ -32,8 +32,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pathgls.config import PathGLSConfig
 from pathgls.errors import ConfigError, PathGLSError
-from pathgls.runner.config import RunConfig
 from pathgls.runner.local import ResultFn, Task
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ScoreCard
@@ -48,7 +48,7 @@ CPUS_PER_WORKER = 1
 class _Worker:
     """A Ray actor: the run's models, loaded once, and one item at a time."""
 
-    def __init__(self, config: RunConfig, run_dir: str, hare: bool) -> None:
+    def __init__(self, config: PathGLSConfig, run_dir: str, hare: bool) -> None:
         import torch
 
         from pathgls.runner.pipeline import load_models
@@ -95,11 +95,9 @@ def _import_ray() -> Any:
 def run_ray(
     *,
     tasks: Sequence[Task],
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
     on_result: ResultFn,
-    address: str | None = None,
-    workers: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``tasks`` on Ray actors; returns the models' description (for the manifest).
 
@@ -112,11 +110,12 @@ def run_ray(
         config: The run's settings (shipped to every actor).
         store: The run directory (workers write bags, caches and grounding maps there).
         on_result: Called in the driver with each item's ScoreCards, as they finish.
-        address: A running cluster (``ray://host:10001``, ``auto``), connected to for this run;
-            None starts a local Ray instance for this run and stops it afterwards. A Ray
-            already initialised in this process is used as it is, and left so.
-        workers: Number of actors (default: the cluster's CPUs, or GPUs when encoding on GPUs,
-            at most the number of tasks and of the CPUs or GPUs the cluster has).
+
+    ``config.run.address`` is a running cluster (``ray://host:10001``, ``auto``), connected to
+    for this run; None starts a local Ray instance for this run and stops it afterwards. A Ray
+    already initialised in this process is used as it is, and left so. ``config.run.workers``
+    is the number of actors (default: the cluster's CPUs, or GPUs when encoding on GPUs, at
+    most the number of tasks and of the CPUs or GPUs the cluster has).
 
     Raises:
         ConfigError: Ray is not installed, or the cluster cannot be reached.
@@ -125,6 +124,7 @@ def run_ray(
     ray = _import_ray()
     if not tasks:
         return {}
+    address, workers = config.run.address, config.run.workers
     t0 = time.perf_counter()
     # a local instance started here is stopped afterwards; a cluster connected to here is
     # only disconnected from (ray.shutdown leaves a cluster running)
@@ -165,7 +165,7 @@ def _first_line(error: BaseException) -> str:
 def _run(
     ray: Any,
     tasks: Sequence[Task],
-    config: RunConfig,
+    config: PathGLSConfig,
     store: ResultsStore,
     on_result: ResultFn,
     workers: int | None,
@@ -174,7 +174,7 @@ def _run(
     from pathgls.runner.pipeline import failed_cards
 
     resources = ray.cluster_resources()
-    gpus = int(resources.get("GPU", 0)) if config.encoder is not None else 0
+    gpus = int(resources.get("GPU", 0)) if config.encoder.name is not None else 0
     cpus = max(1, int(resources.get("CPU", os.cpu_count() or 1)))
     available = gpus if gpus else max(1, cpus // CPUS_PER_WORKER)
     n = workers or available
@@ -190,7 +190,7 @@ def _run(
         n = available
     n = max(1, min(n, len(tasks)))
     actor_cls = ray.remote(num_cpus=CPUS_PER_WORKER, num_gpus=1 if gpus else 0)(_Worker)
-    hare = any(item.reference is not None for item, _ in tasks)
+    hare = config.run.hare and any(item.reference is not None for item, _ in tasks)
     args = (config, str(store.root), hare)
     actors = [actor_cls.remote(*args) for _ in range(n)]
     try:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from pathgls.config import PathGLSConfig, save_effective_config, validate_run
 from pathgls.errors import ConfigError
-from pathgls.runner.config import RunConfig
 from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import new_manifest, now, write_manifest
@@ -21,7 +21,6 @@ from pathgls.types import ScoreCard
 
 log = logging.getLogger(__name__)
 
-EXECUTORS = ("local", "ray")
 #: Called after each finished item with (item, its cards, pairs done so far, pairs to do).
 ProgressFn = Callable[[WorkItem, list[ScoreCard], int, int], None]
 
@@ -38,11 +37,11 @@ class RunResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
-def plan_tasks(items: list[WorkItem], config: RunConfig, store: ResultsStore) -> list[Task]:
+def plan_tasks(items: list[WorkItem], config: PathGLSConfig, store: ResultsStore) -> list[Task]:
     """Each item with the subjects that have no finished ScoreCard yet."""
     tasks = []
     for item in items:
-        todo = [s for s in config.subjects if not store.is_done(s, item.item_id)]
+        todo = [s for s in config.run.subjects if not store.is_done(s, item.item_id)]
         if todo:
             tasks.append((item, todo))
     return tasks
@@ -51,11 +50,8 @@ def plan_tasks(items: list[WorkItem], config: RunConfig, store: ResultsStore) ->
 def run_benchmark(
     *,
     source: str | os.PathLike[str],
-    config: RunConfig,
+    config: PathGLSConfig,
     out: str | os.PathLike[str],
-    executor: str = "local",
-    address: str | None = None,
-    workers: int | None = None,
     references: str | os.PathLike[str] | None = None,
     progress: ProgressFn | None = None,
     plots: bool = True,
@@ -63,17 +59,29 @@ def run_benchmark(
     """Evaluate every slide/ROI under ``source`` with every subject into the run directory ``out``.
 
     Finished ScoreCards of an earlier run in ``out`` are kept and skipped; failed and partial
-    ones are redone (the subjects' earlier answers come from the cache).
+    ones are redone (the subjects' earlier answers come from the cache). The complete effective
+    ``config`` is written to ``out/config.toml`` (and copied into ``manifest.json``): a run
+    from that file (``pathgls benchmark SOURCE --config OUT/config.toml``) repeats this one.
+
+    Args:
+        source: A slide/ROI file or a folder searched recursively.
+        config: The whole configuration; ``config.run`` names the subjects and the executor
+            (``executor``, ``workers``, ``address``).
+        out: The run directory (created; a rerun resumes it).
+        references: TSV ``item_id<TAB>reference``: HARE against these reports.
+        progress: Called after each finished item.
+        plots: Draw the summary plots.
 
     Raises:
         NoSlidesFoundError: nothing to evaluate under ``source``.
-        ConfigError: unknown executor, bad references file, Ray missing.
+        ConfigError: the config cannot run (:func:`~pathgls.config.validate_run`), a bad
+            references file, Ray missing.
         ModelNotFoundError: a model of the run is not available locally.
     """
-    from pathgls.config import save_effective_config
-
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    if not isinstance(config, PathGLSConfig):
+        raise TypeError(f"config must be a PathGLSConfig, got {type(config).__name__}")
+    validate_run(config)
+    executor, address = config.run.executor, config.run.address
     refs = read_references(references) if references is not None else None
     items = discover(source, references=refs)
     if refs is not None:
@@ -82,9 +90,10 @@ def run_benchmark(
             log.warning("references for unknown items ignored: %s", ", ".join(unknown[:20]))
     store = ResultsStore(out)
     store.root.mkdir(parents=True, exist_ok=True)
-    save_effective_config(config.pipeline, store.root)
+    _warn_if_config_changed(store.root, config)
+    save_effective_config(config, store.root)
     tasks = plan_tasks(items, config, store)
-    planned = len(items) * len(config.subjects)
+    planned = len(items) * len(config.run.subjects)
     todo = sum(len(s) for _, s in tasks)
     manifest = new_manifest(source=str(source), config=config, executor=executor, address=address)
     manifest["counts"] = {"items": len(items), "planned": planned, "skipped": planned - todo}
@@ -119,12 +128,7 @@ def run_benchmark(
             from pathgls.runner.ray_executor import run_ray
 
             manifest["models"] = run_ray(
-                tasks=tasks,
-                config=config,
-                store=store,
-                on_result=on_result,
-                address=address,
-                workers=workers,
+                tasks=tasks, config=config, store=store, on_result=on_result
             )
         elif tasks:
             manifest["models"] = run_local(
@@ -145,14 +149,14 @@ def finish(
     store: ResultsStore,
     *,
     items: list[WorkItem],
-    config: RunConfig,
+    config: PathGLSConfig,
     manifest: dict[str, Any],
     plots: bool = True,
 ) -> RunResult:
     """Summarise the run's cards (this plan's items and subjects), write files and manifest."""
     from pathgls.runner.summary import plot_modules, plot_subjects, summarise, write_summary
 
-    wanted = {(s, i.item_id) for i in items for s in config.subjects}
+    wanted = {(s, i.item_id) for i in items for s in config.run.subjects}
     cards = [c for c in store.load_cards() if (c.inputs.get("subject"), c.item_id) in wanted]
     counts = {s: 0 for s in ("ok", "partial", "failed")}
     for c in cards:
@@ -189,3 +193,39 @@ def _models_from_cards(cards: list[ScoreCard]) -> dict[str, Any]:
     }
     encoder = next((c.inputs.get("encoder") for c in cards if c.inputs.get("encoder")), None)
     return {"subjects": subjects, "encoder": encoder, "from": "stored ScoreCards"}
+
+
+def _warn_if_config_changed(run_dir: Path, config: PathGLSConfig) -> None:
+    """Log which keys differ from the config an earlier run in ``run_dir`` saved.
+
+    Its finished ScoreCards are kept (they were made with the earlier values); the run's
+    ``config.toml`` then holds this run's config.
+    """
+    from pathgls.config import config_to_dict, load_config
+
+    path = run_dir / "config.toml"
+    if not path.is_file():
+        return
+    try:
+        before = config_to_dict(load_config(path))
+    except ConfigError as e:
+        log.warning("the earlier config of this run directory cannot be read: %s", e)
+        return
+    changed = _diff(before, config_to_dict(config))
+    if changed:
+        log.warning(
+            "the config differs from the one this run directory was made with (%s); finished "
+            "ScoreCards keep the earlier values",
+            ", ".join(changed[:20]),
+        )
+
+
+def _diff(a: Any, b: Any, where: str = "") -> list[str]:
+    """Dotted keys whose values differ between two nested dicts."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return [] if a == b else [where]
+    out: list[str] = []
+    for key in sorted(set(a) | set(b)):
+        sub = f"{where}.{key}" if where else key
+        out += _diff(a.get(key), b.get(key), sub)
+    return out

@@ -31,19 +31,18 @@ negation-flipped, and whether the diagnosis changed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from pathgls.config import DELTAS as DELTAS  # the backends
+from pathgls.config import UNRELATED_COSINE, StabilityConfig
 from pathgls.errors import ConfigError
 from pathgls.registry import Registry
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.embedders import TextEmbedder
 from pathgls.types import Entity, ModuleScore
 
-#: Median MiniLM cosine between reference reports of different cases (see the docstring).
-UNRELATED_COSINE = 0.36
 #: Entity types that count as findings for the entity Δ and the evidence.
 FINDING_TYPES = frozenset(
     {
@@ -68,28 +67,6 @@ class EntailmentScorer(Protocol):
     name: str
 
     def probabilities(self, premises: list[str], hypotheses: list[str]) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class StabilityConfig:
-    """How Δ is measured."""
-
-    # embedding (default), nli or entity.
-    delta: str = "embedding"
-    # Compare diagnosis sections when both reports have one (embedding/nli backends).
-    diagnosis_section: bool = True
-    # Median cosine of unrelated reports for the embedding calibration.
-    unrelated_cosine: float = UNRELATED_COSINE
-    # Entity Δ: a match needs at least this embedding cosine (soft matching).
-    entity_match_threshold: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.delta not in DELTAS:
-            raise ConfigError(f"stability delta must be one of {DELTAS}, got {self.delta!r}")
-        if not 0 <= self.unrelated_cosine < 1:
-            raise ConfigError(f"unrelated_cosine must be in [0, 1), got {self.unrelated_cosine}")
-        if not 0 <= self.entity_match_threshold <= 1:
-            raise ConfigError("entity_match_threshold must be in [0, 1]")
 
 
 def comparison_texts(
@@ -278,8 +255,6 @@ def _entity(
     return ent
 
 
-#: The Δ backend names (``StabilityConfig.delta``).
-DELTAS = DELTA_BACKENDS.names()
 
 
 def make_delta(

@@ -17,50 +17,13 @@ so that replay can find its record and caches can key on them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
-from pathgls.errors import ConfigError, SubjectError
+from pathgls.errors import SubjectError
 from pathgls.registry import Registry, Spec, parse_spec
-
-
-@dataclass(frozen=True)
-class SubjectConfig:
-    """How subjects are asked."""
-
-    # Sampling temperature (0: greedy).
-    temperature: float = 0.0
-    # Longest report, in tokens.
-    max_tokens: int = 768
-    # Seconds one request may take (openai).
-    timeout_s: float = 120.0
-    # Retries after the first attempt on 429/5xx/timeouts (openai).
-    max_retries: int = 3
-    # Wait before the first retry, doubled each time (openai).
-    backoff_s: float = 1.0
-    # Environment variable holding the API key (openai); never logged.
-    api_key_env: str = "OPENAI_API_KEY"
-    # "auto", "cpu", "cuda", ... (hf).
-    device: str = "auto"
-    # "auto" (fp16/bf16 on GPU, fp32 on CPU), "fp32", "fp16", "bf16" (hf).
-    precision: str = "auto"
-    # Longest image side sent to a subject; larger images are downscaled (aspect kept).
-    max_image_side: int = 1024
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
-        if self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_s < 0:
-            raise ConfigError("timeout_s must be > 0, max_retries and backoff_s >= 0")
-        if self.precision not in ("auto", "fp32", "fp16", "bf16"):
-            raise ConfigError(f"precision must be auto, fp32, fp16 or bf16: {self.precision!r}")
-        if self.max_image_side < 32:
-            raise ConfigError(f"max_image_side must be >= 32, got {self.max_image_side}")
 
 
 @runtime_checkable

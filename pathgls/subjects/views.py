@@ -19,29 +19,8 @@ import numpy as np
 from PIL import Image
 from scipy.cluster.vq import kmeans2
 
+from pathgls.config import ViewConfig
 from pathgls.errors import ConfigError, PathGLSError
-
-VIEW_KINDS = ("thumbnail", "montage", "patches")
-
-
-@dataclass(frozen=True)
-class ViewConfig:
-    """How a slide is shown to a subject."""
-
-    # thumbnail, montage or patches.
-    kind: str = "thumbnail"
-    # Patches in a montage / patches view.
-    k: int = 9
-    # Long side of a thumbnail, in pixels.
-    thumbnail_size: int = 1024
-    # Seed of the k-means that picks diverse patches.
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.kind not in VIEW_KINDS:
-            raise ConfigError(f"view kind must be one of {VIEW_KINDS}, got {self.kind!r}")
-        if self.k < 1 or self.thumbnail_size < 32:
-            raise ConfigError("view k must be >= 1 and thumbnail_size >= 32")
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from pathgls.config import HARE_TYPES
 from pathgls.registry import Registry
 from pathgls.types import Entity
 
@@ -18,11 +19,7 @@ SECTION_KINDS = ("diagnosis", "microscopic", "gross", "ihc", "comment", "other")
 
 #: Entity types: HARE's five, then the tumour characteristics of oncology reporting schemas.
 ENTITY_TYPES = (
-    "anatomical_site",
-    "pathological_diagnosis",
-    "diagnosis_descriptor",
-    "ihc_marker",
-    "ihc_modifier",
+    *HARE_TYPES,
     "morphology_finding",
     "grade",
     "stage",
@@ -35,8 +32,8 @@ ENTITY_TYPES = (
     "biomarker_result",
 )
 
-#: HARE's published label set; every type above maps onto one of these (see ``to_hare_type``).
-HARE_TYPES = ENTITY_TYPES[:5]
+# HARE_TYPES (HARE's published label set, from pathgls.config): every type above maps onto
+# one of these (see ``to_hare_type``).
 
 _HARE_MAP = {
     "morphology_finding": "diagnosis_descriptor",

@@ -1,0 +1,225 @@
+"""Typed dataclass ⇄ plain dict conversion, checked against the field annotations, and TOML I/O.
+
+A config tree is frozen dataclasses whose fields are ``bool``, ``int``, ``float``, ``str``,
+``Literal[...]``, ``X | None``, ``tuple[X, ...]``, ``Mapping[str, X]`` or another such dataclass.
+:func:`from_dict` turns TOML/JSON-like data into the tree, checking every value on the way and
+naming the offending key as ``section.key`` (``fusion.weights.logic``, ``grounding.templates[1]``);
+:func:`to_dict` is its inverse, with ``None`` fields left out (TOML has no null; a missing key
+loads as its default, and every ``X | None`` field of the tree defaults to None).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import tomli_w
+
+from pathgls.errors import ConfigError
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`ConfigError` with ``message`` unless ``condition``.
+
+    Messages about one field start with the field's name (``"top_k must be >= 1, got 0"``), so
+    that :func:`from_dict` can name it ``section.field``.
+    """
+    if not condition:
+        raise ConfigError(message)
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "absent"
+    if typing.get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
+    if typing.get_origin(tp) is tuple:
+        return "an array"
+    if typing.get_origin(tp) in (Mapping, dict) or tp in (Mapping, dict):
+        return "a table"
+    return getattr(tp, "__name__", str(tp))
+
+
+def convert(tp: Any, value: Any, where: str) -> Any:
+    """``value`` as the annotated type ``tp``, checked; ``where`` names it in errors.
+
+    Raises:
+        ConfigError: the value does not fit the type.
+        TypeError: ``tp`` is an annotation this converter does not know (a programming error).
+    """
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where} must be a table, got {value!r}")
+        return from_dict(tp, value, where)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        errors = []
+        for arg in args:
+            try:
+                return convert(arg, value, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        if len(errors) == 1:
+            raise ConfigError(errors[0])
+        raise ConfigError(f"{where} must be {_type_name(tp)}, got {value!r}")
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if not any(type(value) is type(c) and value == c for c in choices):
+            raise ConfigError(f"{where} must be {_type_name(tp)}, got {value!r}")
+        return value
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(f"{where}: only tuple[X, ...] fields are supported, not {tp}")
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where} must be an array, got {value!r}")
+        return tuple(convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin in (Mapping, dict) or tp in (Mapping, dict):
+        key_tp, value_tp = typing.get_args(tp) or (str, Any)
+        if key_tp is not str:
+            raise TypeError(f"{where}: only Mapping[str, X] fields are supported, not {tp}")
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where} must be a table, got {value!r}")
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{where} keys must be strings, got {k!r}")
+            out[k] = convert(value_tp, v, f"{where}.{k}")
+        return out
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where} must be float, got {value!r}")
+        return float(value)
+    if tp in (int, str, bool):
+        if type(value) is not tp:
+            raise ConfigError(f"{where} must be {tp.__name__}, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    raise TypeError(f"{where}: unsupported config annotation {tp!r}")
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    """Resolved annotation of each ``__init__`` field of the dataclass ``cls``."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
+
+
+def _unknown(cls: type, where: str, unknown: list[str]) -> str:
+    """The message for unknown keys, with the nearest known key (or its section) as a hint."""
+    fields = _field_types(cls)
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, list(fields), n=1)
+        if close:
+            hints.append(f"did you mean {_join(where, close[0])}?")
+        elif not where:
+            owners = [
+                name
+                for name, tp in fields.items()
+                if dataclasses.is_dataclass(tp) and key in _field_types(tp)  # type: ignore[arg-type]
+            ]
+            if owners:
+                hints.append(f"{key} is a key of " + ", ".join(f"[{o}]" for o in owners))
+    if where:
+        what, names = "key", ", ".join(_join(where, k) for k in unknown)
+        scope = f"keys of [{where}]"
+    else:
+        what, names, scope = "section", ", ".join(f"[{k}]" for k in unknown), "sections"
+    plural = "s" if len(unknown) > 1 else ""
+    hint = "; " + "; ".join(hints) if hints else ""
+    return f"unknown {what}{plural} {names} (known {scope}: {', '.join(fields)}){hint}"
+
+
+def qualify(where: str, cls: type, message: str) -> str:
+    """``message`` of a validation error of ``cls`` at ``where``, naming ``where.field``."""
+    if not where:
+        return message
+    m = re.match(r"[A-Za-z_]\w*", message)
+    if m and m.group(0) in _field_types(cls):
+        return f"{where}.{message}"
+    return f"[{where}] {message}"
+
+
+def from_dict(cls: type, data: Mapping[str, Any], where: str = "") -> Any:
+    """Build the dataclass ``cls`` from ``data`` (a subset of its fields; the rest default).
+
+    Raises:
+        ConfigError: an unknown key, a value of the wrong type, or one its validation refuses;
+            the message names the key (``section.key``).
+    """
+    fields = _field_types(cls)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(_unknown(cls, where, unknown))
+    kwargs = {k: convert(fields[k], v, _join(where, k)) for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        raise ConfigError(qualify(where, cls, str(e))) from e
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain data of a config tree: tables for dataclasses and mappings, arrays for tuples.
+
+    ``None`` fields and mapping values are left out (TOML has no null).
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if value is not None:
+                out[f.name] = to_dict(value)
+        return out
+    if isinstance(obj, Mapping):
+        return {str(k): to_dict(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list | tuple):
+        return [to_dict(v) for v in obj]
+    return obj
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The tables of a TOML file.
+
+    Raises:
+        ConfigError: the file cannot be read or is not valid TOML.
+    """
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read config file {path}: {e}") from e
+
+
+def write_toml(data: Mapping[str, Any], path: str | os.PathLike[str], *, header: str = "") -> Path:
+    """Write ``data`` as TOML to ``path`` atomically (a temporary file renamed into place).
+
+    Args:
+        data: Plain data (:func:`to_dict`).
+        path: The file.
+        header: Comment lines written first (each gets its ``# ``).
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(comment + tomli_w.dumps(dict(data)), encoding="utf-8")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,297 @@
+"""Scoring sections: how each module scores, how the scores are fused and gated, and HARE.
+
+``[grounding]`` :class:`GroundingConfig` (S_g), ``[logic]`` :class:`LogicConfig` (S_l),
+``[stability]`` :class:`StabilityConfig` (S_s), ``[fusion]`` :class:`FusionConfig` (trust
+score), ``[gate]`` :class:`GateConfig` (deploy / review / reject), ``[hare]``
+:class:`HareConfig` (the reference-based metric). The constants their validation needs live
+here too; the stage modules import them from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from pathgls.config.convert import require
+from pathgls.errors import ConfigError
+
+#: Entity types grounded by default: what an H&E image can show.
+GROUNDED_TYPES = (
+    "pathological_diagnosis",
+    "morphology_finding",
+    "diagnosis_descriptor",
+    "grade",
+    "lymphovascular_invasion",
+    "perineural_invasion",
+    "metastasis",
+)
+
+
+@dataclass(frozen=True)
+class GroundingConfig:
+    """How the Grounding score S_g is computed (see :mod:`pathgls.grounding`)."""
+
+    # "foil-rank" (default: encoder-independent [0, 1]), "raw" (paper) or "sigmoid" (ref. code).
+    calibration: Literal["raw", "sigmoid", "foil-rank"] = "foil-rank"
+    # Slope k and midpoint t of the sigmoid calibration (reference code: 60 and 0.20).
+    sigmoid_k: float = 60.0
+    sigmoid_t: float = 0.20
+    # Prompt templates; "{}" is the entity. Several are averaged (prompt ensembling).
+    templates: tuple[str, ...] = ("an H&E image of {}.",)
+    # Phrase of an entity: "auto" (as written, abbreviations expanded to the concept),
+    # "text" (always as written) or "concept" (the canonical concept when there is one).
+    phrase_source: Literal["auto", "text", "concept"] = "auto"
+    # Entity types that are grounded; other types are listed as skipped with the reason.
+    visual_types: tuple[str, ...] = GROUNDED_TYPES
+    # Ground hedged findings ("possible carcinoma") too; they are flagged in the evidence.
+    include_uncertain: bool = True
+    # Foil phrase file (one phrase per line, "#" comments); "" uses the built-in bank.
+    foils: str = ""
+    # foil-rank needs at least this many foils left after removing the report's own concepts.
+    min_foils: int = 16
+    # Best patches kept per entity (GeoJSON export, evidence).
+    top_patches: int = 5
+    # Windows per similarity chunk: bounds memory (~chunk × (D + M) × 4 bytes), not results.
+    chunk_windows: int = 32768
+    # "auto" (CUDA when present), "cpu", "cuda", ...
+    device: str = "auto"
+    # Largest ROI side in pixels accepted by ROI mode (bigger regions: extract a bag).
+    roi_max_side: int = 16384
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "templates", tuple(self.templates))
+        object.__setattr__(self, "visual_types", tuple(self.visual_types))
+        require(
+            self.calibration in ("raw", "sigmoid", "foil-rank"),
+            f"calibration must be raw, sigmoid or foil-rank, got {self.calibration!r}",
+        )
+        require(bool(self.templates), "templates must hold at least one prompt template")
+        for t in self.templates:
+            require(
+                isinstance(t, str) and t.count("{}") == 1,
+                f"templates: a prompt template must contain exactly one '{{}}', got {t!r}",
+            )
+        require(self.sigmoid_k > 0, f"sigmoid_k must be > 0, got {self.sigmoid_k}")
+        require(
+            self.phrase_source in ("auto", "text", "concept"),
+            f"phrase_source must be auto, text or concept, got {self.phrase_source!r}",
+        )
+        require(bool(self.visual_types), "visual_types must name at least one entity type")
+        require(self.min_foils >= 1, f"min_foils must be >= 1, got {self.min_foils}")
+        require(self.top_patches >= 1, f"top_patches must be >= 1, got {self.top_patches}")
+        require(self.chunk_windows >= 1, f"chunk_windows must be >= 1, got {self.chunk_windows}")
+        require(self.roi_max_side >= 16, f"roi_max_side must be >= 16, got {self.roi_max_side}")
+
+
+@dataclass(frozen=True)
+class LogicConfig:
+    """How the Logic score's pairs are formed and aggregated (see :mod:`pathgls.logic`)."""
+
+    # K = ceil(top_k_fraction × number of pairs), at least 1 (PathGLS: 0.3).
+    top_k_fraction: float = 0.3
+    # A fixed K instead of the fraction (None: use the fraction).
+    top_k: int | None = None
+    # Pair diagnosis statements with each other too.
+    diagnosis_pairs: bool = True
+    # At most this many pairs (the most finding-rich premises first), to bound NLI cost.
+    max_pairs: int = 2000
+
+    def __post_init__(self) -> None:
+        require(
+            0 < self.top_k_fraction <= 1,
+            f"top_k_fraction must be in (0, 1], got {self.top_k_fraction}",
+        )
+        require(self.top_k is None or self.top_k >= 1, f"top_k must be >= 1, got {self.top_k}")
+        require(self.max_pairs >= 1, f"max_pairs must be >= 1, got {self.max_pairs}")
+
+
+#: Median MiniLM cosine between reference reports of different cases (see
+#: :mod:`pathgls.stability.delta`).
+UNRELATED_COSINE = 0.36
+#: The Δ backends of the Stability score.
+DELTAS = ("embedding", "nli", "entity")
+
+
+@dataclass(frozen=True)
+class StabilityConfig:
+    """How the Stability score's Δ is measured (see :mod:`pathgls.stability.delta`)."""
+
+    # embedding (default), nli or entity.
+    delta: str = "embedding"
+    # Compare diagnosis sections when both reports have one (embedding/nli backends).
+    diagnosis_section: bool = True
+    # Median cosine of unrelated reports for the embedding calibration.
+    unrelated_cosine: float = UNRELATED_COSINE
+    # Entity Δ: a match needs at least this embedding cosine (soft matching).
+    entity_match_threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        require(self.delta in DELTAS, f"delta must be one of {DELTAS}, got {self.delta!r}")
+        require(
+            0 <= self.unrelated_cosine < 1,
+            f"unrelated_cosine must be in [0, 1), got {self.unrelated_cosine}",
+        )
+        require(
+            0 <= self.entity_match_threshold <= 1,
+            f"entity_match_threshold must be in [0, 1], got {self.entity_match_threshold}",
+        )
+
+
+#: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3).
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+)
+
+
+def _finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite real number, else None."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How module scores are fused into the trust score (see :mod:`pathgls.fusion`)."""
+
+    # Weight per module name (a TOML table); modules not named here are not fused (e.g. hare).
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    # The reference code's penalties (×0.6 when S_l < 0.5, ×0.8 when S_g < 0.25); off: not in
+    # the paper.
+    reference_penalties: bool = False
+
+    def __post_init__(self) -> None:
+        try:
+            weights = {str(k): float(v) for k, v in dict(self.weights).items()}
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"weights must map module names to numbers: {e}") from e
+        require(bool(weights), "weights must name at least one module")
+        for name, w in weights.items():
+            require(bool(name), "weights: empty module name")
+            require(
+                math.isfinite(w) and w >= 0,
+                f"weights: the weight of {name!r} must be finite and ≥ 0, got {w}",
+            )
+        require(sum(weights.values()) > 0, "weights sum to 0")
+        object.__setattr__(self, "weights", MappingProxyType(weights))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # mappingproxy does not pickle; executors (Ray, processes) ship configs by pickle.
+        return (type(self), (dict(self.weights), self.reference_penalties))
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Thresholds of the gate (see :func:`pathgls.fusion.route`)."""
+
+    # Trust at or above which a report is deployed (when every floor holds).
+    deploy: float = 0.75
+    # Trust at or above which a report goes to human review; below it, rejected.
+    review: float = 0.5
+    # Per-module minimum (a TOML table): a module below its floor (or missing) blocks deployment.
+    floors: Mapping[str, float] = field(default_factory=dict)
+    # Deploy only when the modules that ran carry at least this share of the fusion weight
+    # (0.6: grounding alone, or logic and stability, are enough; stability alone is not).
+    min_coverage: float = 0.6
+
+    def __post_init__(self) -> None:
+        for name in ("deploy", "review"):
+            v = _finite(getattr(self, name))
+            require(
+                v is not None and 0.0 <= v <= 1.0,
+                f"{name} threshold must be in [0, 1], got {getattr(self, name)!r}",
+            )
+        require(
+            self.deploy >= self.review,
+            f"deploy threshold {self.deploy} is below the review threshold {self.review}",
+        )
+        floors: dict[str, float] = {}
+        for name, value in dict(self.floors).items():
+            v = _finite(value)
+            if not name or v is None or not 0.0 <= v <= 1.0:
+                raise ConfigError(
+                    f"floors: {name!r} = {value!r}: need a module name and a value in [0, 1]"
+                )
+            floors[str(name)] = v
+        object.__setattr__(self, "floors", MappingProxyType(floors))
+        cov = _finite(self.min_coverage)
+        require(
+            cov is not None and 0.0 <= cov <= 1.0,
+            f"min_coverage must be in [0, 1], got {self.min_coverage!r}",
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.deploy, self.review, dict(self.floors), self.min_coverage))
+
+
+#: HARE's published entity label set (the first five of :data:`pathgls.text.ENTITY_TYPES`).
+HARE_TYPES = (
+    "anatomical_site",
+    "pathological_diagnosis",
+    "diagnosis_descriptor",
+    "ihc_marker",
+    "ihc_modifier",
+)
+#: The choices of HareConfig's option fields.
+HARE_CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "combine": ("weighted", "sum"),
+        "relation_match": ("exact", "soft"),
+        "no_relations": ("missing", "zero"),
+        "re_scope": ("sentence", "report"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class HareConfig:
+    """How HARE scores, and the options of the models it loads (see :mod:`pathgls.hare`)."""
+
+    alpha: float = 0.5  # weight of F1_e in combine="weighted" (reference code: 0.5)
+    combine: Literal["weighted", "sum"] = "weighted"  # α·F1_e + (1−α)·F1_r, or F1_e + F1_r
+    negation_aware: bool = False  # negated vs affirmed entities never match
+    relation_match: Literal["exact", "soft"] = "exact"  # triple matching (published: exact)
+    soft_relation_threshold: float = 0.0  # soft triple similarity below this counts 0
+    type_restricted: bool = False  # an entity matches only entities of its own HARE type
+    type_weights: Mapping[str, float] | None = None  # HARE type → mention weight (None: all 1)
+    no_relations: Literal["missing", "zero"] = "missing"  # F1_r when neither side has one
+    ner_threshold: float = 0.7  # hf-ner: entities with a lower confidence are dropped
+    re_threshold: float = 0.7  # hare-re: relations with a lower probability are dropped
+    re_scope: Literal["sentence", "report"] = "sentence"  # hare-re: which entity pairs
+    re_batch_size: int = 32  # hare-re: marked pairs per forward pass
+    re_max_length: int = 512  # hare-re: tokens per marked pair
+    embed_batch_size: int = 256  # entity texts per embedding forward pass
+    device: str = "auto"  # where hf-ner / hf-cls / hare-re run
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "soft_relation_threshold", "ner_threshold", "re_threshold"):
+            v = getattr(self, name)
+            require(
+                not isinstance(v, bool) and isinstance(v, int | float) and 0.0 <= v <= 1.0,
+                f"{name} must be a number in [0, 1], got {v!r}",
+            )
+        for name, allowed in HARE_CHOICES.items():
+            require(
+                getattr(self, name) in allowed,
+                f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
+            )
+        for name, least in (("re_batch_size", 1), ("embed_batch_size", 1), ("re_max_length", 8)):
+            require(getattr(self, name) >= least, f"{name} must be at least {least}")
+        if self.type_weights is not None:
+            weights = dict(self.type_weights)
+            unknown = sorted(set(weights) - set(HARE_TYPES))
+            bad = [v for v in weights.values() if not (isinstance(v, int | float) and v >= 0)]
+            all_zero = not any(weights.get(t, 1.0) > 0 for t in HARE_TYPES)
+            require(
+                not (unknown or bad or all_zero),
+                f"type_weights maps HARE types ({', '.join(HARE_TYPES)}) to weights ≥ 0, "
+                f"not all 0; got {self.type_weights!r}",
+            )
+            object.__setattr__(self, "type_weights", weights)
+
+    def weight(self, hare_type: str) -> float:
+        """Mention weight of ``hare_type`` in the entity means."""
+        return float(self.type_weights.get(hare_type, 1.0)) if self.type_weights else 1.0

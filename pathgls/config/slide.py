@@ -1,0 +1,172 @@
+"""Slide-side sections: where patches are cut, how they are read, encoded and stored.
+
+``[tiling]`` :class:`TilingConfig`, ``[stream]`` :class:`StreamConfig`, ``[encoder]``
+:class:`EncoderConfig`, ``[bag]`` :class:`BagConfig` — what ``pathgls extract`` uses, and what
+a run uses to build its feature bags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pathgls.config.convert import require
+
+#: Microns per pixel at 1× under the usual convention (20× ≙ 0.5 µm/px, 40× ≙ 0.25 µm/px).
+MPP_AT_1X = 10.0
+
+
+@dataclass(frozen=True)
+class TilingConfig:
+    """Where patches are cut and at which resolution."""
+
+    # Target magnification of the patches (20 → 0.5 µm/px, see MPP_AT_1X).
+    magnification: float = 20.0
+    # Patch side in pixels at the target magnification.
+    patch_size: int = 512
+    # Overlap between neighbouring patches, in pixels at the target magnification.
+    overlap: int = 0
+    # Minimum tissue fraction of a patch (0–1) for it to be kept.
+    tissue_threshold: float = 0.25
+    # Resolution of the tissue mask in µm/px (coarse: the mask is cheap).
+    mask_mpp: float = 8.0
+    # Longest side of the tissue mask in px: larger slides get a coarser mask, so memory is flat.
+    mask_max_side: int = 1024
+    # A level whose mpp is within this relative tolerance of the target is read without resizing.
+    mpp_tolerance: float = 0.05
+    # A slide coarser than the target by more than this factor is refused (upsampling invents
+    # nothing; such metadata is usually wrong, e.g. a 72-dpi TIFF default).
+    max_upsample: float = 2.0
+    # Minimum saturation (0–1) for a mask pixel to count as tissue, whatever Otsu says.
+    min_saturation: float = 0.07
+    # Otsu's saturation threshold is clipped to at most this (tissue-only images have no glass).
+    max_saturation: float = 0.15
+    # Gaps in the mask narrower than this many µm are closed.
+    close_um: float = 32.0
+    # Enclosed holes up to this many µm across (fat cells, lumina) are filled.
+    fill_hole_um: float = 256.0
+    # Tissue specks smaller than this many µm across are dropped.
+    min_object_um: float = 64.0
+    # Pixels brighter than this (0–255, all channels) are background glass.
+    white_level: int = 220
+    # Exclude red/green/blue pen marks from the mask.
+    exclude_pen: bool = True
+    # µm/px assumed for plain images (PNG/JPEG/TIFF ROIs) when none is given.
+    image_mpp: float = 0.5
+
+    def __post_init__(self) -> None:
+        require(self.magnification > 0, f"magnification must be > 0, got {self.magnification}")
+        require(self.patch_size >= 16, f"patch_size must be >= 16, got {self.patch_size}")
+        require(
+            0 <= self.overlap < self.patch_size,
+            f"overlap must be in [0, patch_size), got {self.overlap}",
+        )
+        require(
+            0.0 <= self.tissue_threshold <= 1.0,
+            f"tissue_threshold must be in [0, 1], got {self.tissue_threshold}",
+        )
+        require(self.max_upsample >= 1, f"max_upsample must be >= 1, got {self.max_upsample}")
+        require(self.mask_max_side >= 64, f"mask_max_side must be >= 64, got {self.mask_max_side}")
+        require(self.mask_mpp > 0, f"mask_mpp must be > 0, got {self.mask_mpp}")
+        require(
+            0 <= self.mpp_tolerance < 1,
+            f"mpp_tolerance must be in [0, 1), got {self.mpp_tolerance}",
+        )
+        require(
+            0 <= self.min_saturation < 1,
+            f"min_saturation must be in [0, 1), got {self.min_saturation}",
+        )
+        require(
+            self.min_saturation <= self.max_saturation < 1,
+            f"max_saturation must be in [min_saturation, 1), got {self.max_saturation}",
+        )
+        require(
+            min(self.close_um, self.fill_hole_um, self.min_object_um) >= 0,
+            "close_um, fill_hole_um and min_object_um must be >= 0",
+        )
+        require(
+            0 < self.white_level <= 255, f"white_level must be in (0, 255], got {self.white_level}"
+        )
+        require(self.image_mpp > 0, f"image_mpp must be > 0, got {self.image_mpp}")
+
+    @property
+    def target_mpp(self) -> float:
+        """Microns per pixel of the patches."""
+        return MPP_AT_1X / self.magnification
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """How patches are read: batching and parallel readers."""
+
+    # Patches per batch handed to the encoder.
+    batch_size: int = 32
+    # Reader threads (OpenSlide and the resize release the GIL).
+    workers: int = 2
+    # Batches read ahead per worker; bounds memory to (workers × prefetch + 1) batches.
+    prefetch: int = 2
+
+    def __post_init__(self) -> None:
+        require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
+        require(self.workers >= 0, f"workers must be >= 0, got {self.workers}")
+        require(self.prefetch >= 1, f"prefetch must be >= 1, got {self.prefetch}")
+
+
+Precision = Literal["auto", "fp32", "fp16", "bf16"]
+#: The encoder of commands that need one when the config names none (extract, ROI grounding).
+DEFAULT_ENCODER = "plip"
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Which image-text encoder, where it runs, and the HighRes windows."""
+
+    # Registry name or scheme: plip, quiltnet, conch, hf:<repo-or-dir>, open_clip:<arch>:<weights>.
+    # None: no image-text encoder (a run reports grounding missing; `pathgls extract` and ROI
+    # grounding use DEFAULT_ENCODER).
+    name: str | None = None
+    # "auto" (CUDA when present), "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    # "auto" is fp16 on CUDA (bf16 when the model asks for it) and fp32 on CPU.
+    precision: Precision = "auto"
+    # Encode each patch as windows of this size (HighRes); the window mean is the patch feature.
+    window_size: int = 224
+    # Stride between windows; edge windows are shifted inward so they stay inside the patch.
+    window_stride: int = 224
+    # Directory with pulled models; None reads PATHGLS_MODELS_DIR or ~/.cache/pathgls/models.
+    models_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        require(
+            self.name is None or bool(self.name.strip()),
+            "name must not be empty (leave it out for no encoder)",
+        )
+        require(self.window_size >= 16, f"window_size must be >= 16, got {self.window_size}")
+        require(
+            self.window_stride >= 1,
+            f"window_stride must be >= 1, got {self.window_stride}",
+        )
+        require(
+            self.precision in ("auto", "fp32", "fp16", "bf16"),
+            f"precision must be auto, fp32, fp16 or bf16, got {self.precision!r}",
+        )
+
+
+@dataclass(frozen=True)
+class BagConfig:
+    """How feature bags are written."""
+
+    # Skip slides whose complete bag exists unless True.
+    overwrite: bool = False
+    # HDF5 compression of the datasets ("gzip", "lzf" or None).
+    compression: str | None = None
+
+    def __post_init__(self) -> None:
+        require(
+            self.compression in (None, "gzip", "lzf"),
+            f"compression must be gzip, lzf or None, got {self.compression!r}",
+        )
+
+
+#: The sections a feature bag depends on (recorded in the bag, with the bag's own identity).
+SLIDE_SECTIONS = ("tiling", "stream", "encoder", "bag")
