@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from pathgls.config import SubjectConfig as SubjectConfig  # re-exported
 from pathgls.errors import SubjectError
 from pathgls.registry import Registry, Spec, parse_spec
 
