@@ -320,9 +320,9 @@ def test_pathgls_list() -> None:
 def test_models_describe_records_repo_ids_and_revisions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_hf_cache: Path
 ) -> None:
+    from pathgls.config import PathGLSConfig, RunConfig
     from pathgls.hare.models import HareSpecs, build_hare_models
     from pathgls.nli import build_nli
-    from pathgls.runner.config import RunConfig
     from pathgls.runner.items import WorkItem
     from pathgls.runner.pipeline import Models, _base_inputs
     from pathgls.subjects import build_subject
@@ -372,6 +372,8 @@ def test_models_describe_records_repo_ids_and_revisions(
         build_nli("hf:org/tiny-nli@3333333")
 
     item = WorkItem(item_id="x", path="x.png", kind="roi")
-    inputs = _base_inputs(item, "captioner", described, RunConfig(subjects=("captioner",)))
+    inputs = _base_inputs(
+        item, "captioner", described, PathGLSConfig(run=RunConfig(subjects=("captioner",)))
+    )
     assert inputs["models"]["nli"]["revision"] == nli_commit
     assert inputs["models"]["extractor"]["model_id"] == "org/tiny-ner"
