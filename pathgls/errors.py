@@ -72,3 +72,11 @@ class GroundingError(PathGLSError):
 
 class EncoderMismatchError(GroundingError):
     """The feature bag was made by another encoder than the text tower grounding uses."""
+
+
+class ScoreCardError(PathGLSError, ValueError):
+    """A ScoreCard (JSON or object) is malformed, or of a version this pathgls cannot read."""
+
+
+class EvidenceError(ScoreCardError):
+    """A module's evidence does not have the shape of its typed view (the message names the key)."""
