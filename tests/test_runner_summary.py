@@ -51,7 +51,8 @@ def _card(
 ) -> ScoreCard:
     return ScoreCard(
         item_id=item,
-        inputs={"subject": subject, "status": status},
+        subject=subject,
+        status=status,
         modules={k: _module(k, v) for k, v in modules.items()},
         trust=trust,
         decision=GateDecision(route=route) if route else None,  # type: ignore[arg-type]

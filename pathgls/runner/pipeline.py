@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from pathgls.errors import PathGLSError
+from pathgls.evidence import HareEntityMatch, HareEvidence
 from pathgls.fusion import gate_scorecard
 from pathgls.runner.config import RunConfig
 from pathgls.runner.items import WorkItem
 from pathgls.runner.store import ResultsStore
 from pathgls.subjects.base import Subject
 from pathgls.subjects.views import View
-from pathgls.types import ModuleScore, ScoreCard
+from pathgls.types import ModuleScore, ScoreCard, Status
 
 NO_ENCODER_REASON = (
     "grounding not scored: no image-text encoder was given (--encoder plip, after "
@@ -242,7 +243,6 @@ def _base_inputs(
     """The inputs every card records; ``described`` is :meth:`Models.describe`."""
     s = (described.get("subjects") or {}).get(subject) or {}
     return {
-        "subject": subject,
         "subject_model_id": s.get("model_id"),
         "subject_revision": s.get("revision"),
         "subject_learned": s.get("learned"),
@@ -256,7 +256,6 @@ def _base_inputs(
         "nli": config.nli,
         "embedder": config.embedder,
         "reference": item.reference is not None,
-        "status": "failed",
     }
 
 
@@ -270,6 +269,8 @@ def _failed(
 ) -> ScoreCard:
     return ScoreCard(
         item_id=item.item_id,
+        subject=subject,
+        status="failed",
         inputs=_base_inputs(item, subject, models.describe(), config),
         timings=dict(timings),
         errors=[error],
@@ -300,6 +301,8 @@ def failed_cards(
     return [
         ScoreCard(
             item_id=item.item_id,
+            subject=s,
+            status="failed",
             inputs=_base_inputs(item, s, described, config),
             errors=[error],
         )
@@ -347,7 +350,7 @@ def evaluate_item(
         lost = [e for e in card.errors if e.startswith("generation failed (original)")]
         if lost:
             failures.append(lost[0].splitlines()[0])
-        elif card.inputs.get("status") in ("ok", "partial"):
+        elif card.status in ("ok", "partial"):
             failures.clear()
         cards.append(card)
     return cards
@@ -388,6 +391,7 @@ def _evaluate_subject(
     errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]
     assert run.score is not None
     modules: dict[str, ModuleScore] = {"stability": run.score}
+    status: Status = "failed"  # until the original report is scored
     original = run.analyzed.get("original")
     if original is not None:  # no original report: nothing else to score, the card fails
         with _timed(timings, "logic"):
@@ -397,9 +401,11 @@ def _evaluate_subject(
         if item.reference is not None and models.hare is not None:
             with _timed(timings, "hare"):
                 modules["hare"] = _hare(item.reference, run.reports["original"].text, models.hare)
-        inputs["status"] = "partial" if errors else "ok"
+        status = "partial" if errors else "ok"
     card = ScoreCard(
         item_id=item.item_id,
+        subject=subject,
+        status=status,
         inputs=inputs,
         reports=run.reports,
         modules=modules,
@@ -455,7 +461,7 @@ def _grounding(
                 patch_size_level0=int(source.patch_size_level0),
                 space=str(source.space),
             )
-            res.score.evidence["map"] = str(path.relative_to(store.root))
+            res.score.evidence["map"] = str(path.relative_to(store.root))  # GroundingEvidence.map
     return res.score
 
 
@@ -467,16 +473,19 @@ def _hare(reference: str, candidate: str, hare_models: Any) -> ModuleScore:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (res,) = score_pairs(references=[reference], candidates=[candidate], models=hare_models)
+    evidence = HareEvidence(
+        entity_precision=res.entity_precision,
+        entity_recall=res.entity_recall,
+        entity_f1=res.entity_f1,
+        relation_f1=res.relation_f1,
+        entity_matches=tuple(
+            HareEntityMatch.from_dict(dataclasses.asdict(m)) for m in res.entity_matches[:20]
+        ),
+        backend="offline (lexicon entities, MiniLM, report-graph relations)",
+    )
     return ModuleScore(
         name="hare",
         value=float(res.score),
-        evidence={
-            "entity_precision": res.entity_precision,
-            "entity_recall": res.entity_recall,
-            "entity_f1": res.entity_f1,
-            "relation_f1": res.relation_f1,
-            "entity_matches": [dataclasses.asdict(m) for m in res.entity_matches[:20]],
-            "backend": "offline (lexicon entities, MiniLM, report-graph relations)",
-        },
+        evidence=evidence.to_dict(),
         warnings=[*res.warnings, *(str(w.message) for w in caught)],
     )

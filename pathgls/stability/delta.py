@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pathgls.errors import ConfigError
+from pathgls.evidence import FindingChanges, StabilityEvidence
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.embedders import TextEmbedder
 from pathgls.types import Entity, ModuleScore
@@ -281,7 +282,7 @@ def stability_score(
             name="stability",
             value=None,
             missing_reason=f"stability not scored: no report under {', '.join(missing)}",
-            evidence={"delta": delta_name},
+            evidence=StabilityEvidence(delta=delta_name).to_dict(),
         )
     assert original is not None and augmented is not None and attacked is not None
     d_aug, scope_a = delta(original, augmented)
@@ -297,15 +298,15 @@ def stability_score(
     return ModuleScore(
         name="stability",
         value=float(np.clip(value, 0.0, 1.0)),
-        evidence={
-            "delta": delta_name,
-            "delta_aug": float(d_aug),
-            "delta_attack": float(d_att),
-            "scope_aug": scope_a,
-            "scope_attack": scope_t,
-            "conditions": list(conditions),
-            "changes_aug": finding_changes(original, augmented),
-            "changes_attack": finding_changes(original, attacked),
-        },
+        evidence=StabilityEvidence(
+            delta=delta_name,
+            delta_aug=float(d_aug),
+            delta_attack=float(d_att),
+            scope_aug=scope_a,
+            scope_attack=scope_t,
+            conditions=tuple(conditions),
+            changes_aug=FindingChanges.from_dict(finding_changes(original, augmented)),
+            changes_attack=FindingChanges.from_dict(finding_changes(original, attacked)),
+        ).to_dict(),
         warnings=warnings,
     )
