@@ -258,6 +258,8 @@ class ScoreCard:
         trust = self.trust
         number = isinstance(trust, int | float) and not isinstance(trust, bool)
         _check(trust is None or number, "trust", "a number or null", trust)
+        if self.status == "failed" and (trust is not None or self.decision is not None):
+            raise ScoreCardError("a failed card has no trust score and no gate decision")
         _check(self.version == SCORECARD_VERSION, "version", str(SCORECARD_VERSION), self.version)
 
     def value(self, name: str) -> float | None:

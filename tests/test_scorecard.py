@@ -292,6 +292,7 @@ def _set(path: str, value: object) -> dict:
         (_set("reports.original.text", None), "reports.original.text: expected a string"),
         (_set("trust", "0.5"), "trust: expected a number or null"),
         (_set("warnings", "oops"), "warnings: expected a list of strings"),
+        (_set("status", "failed"), "a failed card has no trust score and no gate decision"),
     ],
 )
 def test_bad_cards_raise_a_scorecard_error_naming_the_key(data: object, message: str) -> None:
@@ -558,6 +559,7 @@ def test_the_schema_is_valid_and_every_real_card_matches_it(run_dir: Path) -> No
     ("path", "value"),
     [
         ("status", "done"),
+        ("status", "failed"),  # with a trust score and a decision
         ("inputs.status", "ok"),
         ("version", 1),
         ("trust", "high"),
