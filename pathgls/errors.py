@@ -267,6 +267,17 @@ class CalibrationError(PathGLSError, ValueError):
     """A validation table or calibration request cannot be used."""
 
 
+# -- results ------------------------------------------------------------------------------------
+
+
+class ScoreCardError(PathGLSError, ValueError):
+    """A ScoreCard (JSON or object) is malformed, or of a version this pathgls cannot read."""
+
+
+class EvidenceError(ScoreCardError):
+    """A module's evidence does not have the shape of its typed view (the message names the key)."""
+
+
 # -- inspect ------------------------------------------------------------------------------------
 
 

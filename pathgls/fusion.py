@@ -15,11 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from pathgls.config import FusionConfig, GateConfig
+from pathgls.errors import EvidenceError
+from pathgls.evidence import (
+    GroundingEvidence,
+    LogicEvidence,
+    ModuleEvidence,
+    StabilityEvidence,
+    read_evidence,
+)
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
 # (module, below this value, factor) — the reference code's extra penalties.
@@ -97,51 +106,52 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
     )
 
 
-def _grounding_note(ev: Mapping[str, Any]) -> str | None:
-    entities = [
-        e
-        for e in ev.get("entities") or []
-        if isinstance(e, Mapping) and _finite(e.get("calibrated")) is not None
-    ]
-    if not entities:
+def _grounding_note(ev: GroundingEvidence) -> str | None:
+    low = ev.least_grounded()
+    if low is None:
         return None
-    low = min(entities, key=lambda e: e["calibrated"])
-    return f"least grounded {str(low.get('phrase', '?'))!r} (calibrated {low['calibrated']:.3f})"
+    return f"least grounded {low.phrase or '?'!r} (calibrated {low.calibrated:.3f})"
 
 
-def _logic_note(ev: Mapping[str, Any]) -> str | None:
-    pairs = ev.get("top_pairs") or []
-    top = pairs[0] if pairs and isinstance(pairs[0], Mapping) else None
+def _logic_note(ev: LogicEvidence) -> str | None:
+    top = ev.top_pair()
     if top is None:
         return None
-    p = _finite(top.get("probability"))
+    p = _finite(top.probability)
     prob = f" (p={p:.3f})" if p is not None else ""
-    return (
-        f"top contradiction {str(top.get('premise', '?'))!r} vs "
-        f"{str(top.get('hypothesis', '?'))!r}{prob}"
-    )
+    return f"top contradiction {top.premise or '?'!r} vs {top.hypothesis or '?'!r}{prob}"
 
 
-def _stability_note(ev: Mapping[str, Any]) -> str | None:
-    d_aug, d_att = _finite(ev.get("delta_aug")), _finite(ev.get("delta_attack"))
+def _stability_note(ev: StabilityEvidence) -> str | None:
+    d_aug, d_att = _finite(ev.delta_aug), _finite(ev.delta_attack)
     parts = []
     if d_aug is not None or d_att is not None:
         if d_att is None or (d_aug is not None and abs(d_aug) > abs(d_att)):
             parts.append(f"larger Δ under stain augmentation ({d_aug:.3f})")
         else:
             parts.append(f"larger Δ under the prompt attack ({d_att:.3f})")
-    changes = ev.get("changes_attack")
-    if isinstance(changes, Mapping) and "diagnosis_changed" in changes:
-        changed = bool(changes.get("diagnosis_changed"))
+    changes = ev.changes_attack
+    if changes is not None and changes.diagnosis_changed is not None:
+        changed = changes.diagnosis_changed
         parts.append(f"diagnosis {'changed' if changed else 'unchanged'} under attack")
     return "; ".join(parts) or None
 
 
-_NOTES = {"grounding": _grounding_note, "logic": _logic_note, "stability": _stability_note}
+# the note of each module that has one, on its typed evidence
+_NOTES: Mapping[type[ModuleEvidence], Callable[[Any], str | None]] = MappingProxyType(
+    {
+        GroundingEvidence: _grounding_note,
+        LogicEvidence: _logic_note,
+        StabilityEvidence: _stability_note,
+    }
+)
 
 
 def evidence_note(score: ModuleScore) -> str:
-    """One line on a module score and the evidence behind it (robust to missing keys).
+    """One line on a module score and the evidence behind it.
+
+    Absent evidence keys only shorten the note; evidence of the wrong shape is named in it
+    (never an exception: a gate decision is still made).
 
     Args:
         score: A module's score.
@@ -153,14 +163,17 @@ def evidence_note(score: ModuleScore) -> str:
         return f"{score.name} missing: {score.missing_reason}"
     value = _finite(score.value)
     head = f"{score.name} {value:.3f}" if value is not None else f"{score.name} {score.value!r}"
-    note_fn = _NOTES.get(score.name)
-    ev = score.evidence if isinstance(score.evidence, Mapping) else {}
+    try:
+        ev = read_evidence(score.name, score.evidence)
+    except EvidenceError as e:
+        return f"{head} (evidence unreadable: {e})"
+    note_fn = _NOTES.get(type(ev)) if ev is not None else None
     note = note_fn(ev) if note_fn is not None else None
     return f"{head}: {note}" if note else head
 
 
 def _value_of(score: ModuleScore | None) -> float | None:
-    return None if score is None else _finite(score.value)
+    return None if score is None else score.finite_value
 
 
 def route(

@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pathgls.config import LogicConfig
+from pathgls.evidence import ContradictionPair, LogicEvidence
 from pathgls.nli.base import NLIScorer, RuleHit
 from pathgls.text.analyze import AnalyzedReport, analyze_report
 from pathgls.text.base import EntityExtractor
@@ -137,7 +138,7 @@ def logic_score(
             name="logic",
             value=None,
             missing_reason=f"logic not scored: {reason} ({len(report.entities)} entities found)",
-            evidence={"n_pairs": 0, "nli": nli.name},
+            evidence=LogicEvidence(n_pairs=0, nli=nli.name).to_dict(),
             warnings=warnings,
         )
     if len(pairs) >= cfg.max_pairs:
@@ -155,27 +156,22 @@ def logic_score(
     explain = nli.explain if isinstance(nli, ExplainingNLI) else None
     evidence_pairs = []
     for i in order:
-        item = {
-            "premise": prem[i],
-            "hypothesis": hyp[i],
-            "probability": float(probs[i]),
-            "kind": pairs[i].kind,
-            "premise_sentence": pairs[i].premise,
-            "hypothesis_sentence": pairs[i].hypothesis,
-        }
-        if explain is not None:
-            hits = explain(prem[i], hyp[i])
-            if hits:
-                item["rule"] = hits[0].rule
-                item["explanation"] = hits[0].explanation
-        evidence_pairs.append(item)
+        hits = explain(prem[i], hyp[i]) if explain is not None else []
+        evidence_pairs.append(
+            ContradictionPair(
+                premise=prem[i],
+                hypothesis=hyp[i],
+                probability=float(probs[i]),
+                kind=pairs[i].kind,
+                premise_sentence=pairs[i].premise,
+                hypothesis_sentence=pairs[i].hypothesis,
+                rule=hits[0].rule if hits else None,
+                explanation=hits[0].explanation if hits else None,
+            )
+        )
     value = float(1.0 - probs[order].mean())
-    return ModuleScore(
-        name="logic",
-        value=value,
-        evidence={"top_pairs": evidence_pairs, "k": k, "n_pairs": len(pairs), "nli": nli.name},
-        warnings=warnings,
-    )
+    evidence = LogicEvidence(top_pairs=tuple(evidence_pairs), k=k, n_pairs=len(pairs), nli=nli.name)
+    return ModuleScore(name="logic", value=value, evidence=evidence.to_dict(), warnings=warnings)
 
 
 def score_logic(

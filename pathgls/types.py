@@ -1,21 +1,37 @@
 """Typed results shared by every module: reports, entities, scores, ScoreCards.
 
 All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard round-trips
-through JSON exactly. A module that could not run carries ``value=None`` and a
-``missing_reason`` — never an invented number.
+through JSON exactly (schema: ``docs/scorecard.schema.json``). A module that could not run
+carries ``value=None`` and a ``missing_reason`` — never an invented number. Each module's
+evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+from pathgls.errors import ScoreCardError
+
+if TYPE_CHECKING:
+    from pathgls.evidence import ModuleEvidence
 
 EntityType = str  # e.g. "pathological_diagnosis", "ihc_marker", "grade" (see pathgls.text)
 Route = Literal["deploy", "review", "reject"]
+#: How far the evaluation of one (item, subject) got: ``ok`` every generation ran, ``partial``
+#: some perturbed generation failed (its module is missing), ``failed`` no report was scored.
+Status = Literal["ok", "partial", "failed"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+ROUTES: tuple[Route, ...] = get_args(Route)
 
-SCORECARD_VERSION = 1
+#: Version 2: ``status`` and ``subject`` are fields of the card (version 1 kept them in
+#: ``inputs``; :meth:`ScoreCard.from_dict` still reads it).
+SCORECARD_VERSION = 2
+E = TypeVar("E", bound="ModuleEvidence")
 
 
 @dataclass(frozen=True)
@@ -73,9 +89,46 @@ class ReportGraph:
     relations: list[Relation] = field(default_factory=list)
 
 
+def _finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite real number (not a bool), else None."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def _fields_of(cls: type, data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``data`` as keyword arguments of dataclass ``cls``; unknown keys are an error."""
+    if not isinstance(data, Mapping):
+        raise ScoreCardError(f"{where}: expected an object, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in names)
+    if unknown:
+        raise ScoreCardError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    return dict(data)
+
+
+def _check(ok: bool, where: str, expected: str, value: Any) -> None:
+    if not ok:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ScoreCardError(f"{where}: expected {expected}, got {shown}")
+
+
+def _strings(value: Any, where: str) -> None:
+    _check(
+        isinstance(value, list) and all(isinstance(v, str) for v in value),
+        where,
+        "a list of strings",
+        value,
+    )
+
+
 @dataclass
 class ModuleScore:
-    """One module's score with its evidence; ``value`` is None when the module could not run."""
+    """One module's score with its evidence; ``value`` is None when the module could not run.
+
+    ``evidence`` is the module's JSON; :mod:`pathgls.evidence` has its typed views
+    (:meth:`ScoreCard.evidence`).
+    """
 
     name: str  # grounding, logic, stability, hare, ...
     value: float | None
@@ -92,6 +145,42 @@ class ModuleScore:
         """True when the module could not run."""
         return self.value is None
 
+    @property
+    def finite_value(self) -> float | None:
+        """``value`` as a float, or None when missing or not a finite number."""
+        return _finite(self.value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "module") -> ModuleScore:
+        """Inverse of :func:`dataclasses.asdict`, with the types checked.
+
+        Raises:
+            ScoreCardError: a key is unknown, missing or of the wrong type.
+        """
+        d = _fields_of(cls, data, where)
+        for key in ("name", "value"):
+            if key not in d:
+                raise ScoreCardError(f"{where}: no {key!r}")
+        _check(isinstance(d["name"], str), f"{where}.name", "a string", d["name"])
+        v = d["value"]
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        _check(v is None or number, f"{where}.value", "a number or null", v)
+        reason = d.get("missing_reason")
+        _check(
+            reason is None or isinstance(reason, str), f"{where}.missing_reason", "a string", reason
+        )
+        _check(
+            isinstance(d.get("evidence", {}), dict),
+            f"{where}.evidence",
+            "an object",
+            d.get("evidence"),
+        )
+        _strings(d.get("warnings", []), f"{where}.warnings")
+        try:
+            return cls(**d)
+        except ValueError as e:
+            raise ScoreCardError(f"{where}: {e}") from e
+
 
 @dataclass
 class GateDecision:
@@ -101,12 +190,45 @@ class GateDecision:
     reasons: list[str] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "decision") -> GateDecision:
+        """Inverse of :func:`dataclasses.asdict`, with the types checked.
+
+        Raises:
+            ScoreCardError: a key is unknown or of the wrong type, or the route is unknown.
+        """
+        d = _fields_of(cls, data, where)
+        _check(d.get("route") in ROUTES, f"{where}.route", " or ".join(ROUTES), d.get("route"))
+        _strings(d.get("reasons", []), f"{where}.reasons")
+        _check(
+            isinstance(d.get("thresholds", {}), dict),
+            f"{where}.thresholds",
+            "an object",
+            d.get("thresholds"),
+        )
+        return cls(**d)
+
+
+# keys of a version-1 card's ``inputs`` that version 2 made fields of the card
+_V1_INPUT_FIELDS = ("subject", "status")
+
 
 @dataclass
 class ScoreCard:
-    """Everything pathgls knows about one (slide, subject) pair."""
+    """Everything pathgls knows about one (item, subject) pair.
+
+    ``status`` and ``subject`` are the card's own (``inputs`` holds the rest of what went in:
+    item, models, seeds, prompts); :meth:`value` reads a module's score and :meth:`evidence`
+    its typed evidence. ``to_dict``/``from_dict`` round-trip through JSON exactly.
+    """
 
     item_id: str
+    # Spec of the subject model that wrote the reports ("" when there is none, e.g. a card
+    # made outside a run); cards of one run are grouped and stored by it.
+    subject: str = ""
+    # ok: every generation ran; partial: a perturbed generation failed (its module is
+    # missing); failed: no report was scored (unreadable slide, dead subject, ...).
+    status: Status = "ok"
     inputs: dict[str, Any] = field(default_factory=dict)
     reports: dict[str, Report] = field(default_factory=dict)
     modules: dict[str, ModuleScore] = field(default_factory=dict)
@@ -116,6 +238,51 @@ class ScoreCard:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     version: int = SCORECARD_VERSION
+
+    def __post_init__(self) -> None:
+        _check(
+            isinstance(self.item_id, str) and bool(self.item_id),
+            "item_id",
+            "a non-empty string",
+            self.item_id,
+        )
+        _check(isinstance(self.subject, str), "subject", "a string", self.subject)
+        _check(self.status in STATUSES, "status", " or ".join(STATUSES), self.status)
+        _check(isinstance(self.inputs, dict), "inputs", "an object", self.inputs)
+        clash = [k for k in _V1_INPUT_FIELDS if k in self.inputs]
+        if clash:
+            raise ScoreCardError(
+                f"inputs holds {', '.join(clash)}: since ScoreCard version 2 they are fields "
+                "of the card (ScoreCard(subject=..., status=...))"
+            )
+        trust = self.trust
+        number = isinstance(trust, int | float) and not isinstance(trust, bool)
+        _check(trust is None or number, "trust", "a number or null", trust)
+        if self.status == "failed" and (trust is not None or self.decision is not None):
+            raise ScoreCardError("a failed card has no trust score and no gate decision")
+        _check(self.version == SCORECARD_VERSION, "version", str(SCORECARD_VERSION), self.version)
+
+    def value(self, name: str) -> float | None:
+        """The value of module ``name`` as a float, or None.
+
+        None when the card has no such module, the module could not run (missing), or its
+        value is not a finite number; never a made-up number. The trust score is ``trust``.
+        """
+        score = self.modules.get(name)
+        return None if score is None else score.finite_value
+
+    def evidence(self, kind: type[E]) -> E | None:
+        """The typed evidence of module ``kind.MODULE`` (e.g. ``card.evidence(LogicEvidence)``).
+
+        Returns:
+            None when the card has no such module; else the view of its evidence (sparse when
+            the module could not run).
+
+        Raises:
+            EvidenceError: the stored evidence does not have the record's shape.
+        """
+        score = self.modules.get(kind.MODULE)
+        return None if score is None else kind.from_dict(score.evidence)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -127,11 +294,96 @@ class ScoreCard:
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ScoreCard:
-        """Inverse of :meth:`to_dict`."""
+    def from_json(cls, text: str | bytes) -> ScoreCard:
+        """A card from its JSON text (any version this pathgls reads).
+
+        Raises:
+            ScoreCardError: not JSON, or not a card (see :meth:`from_dict`).
+        """
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ScoreCardError(f"not JSON: {e}") from e
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScoreCard:
+        """Inverse of :meth:`to_dict`; reads version 1 cards too (migrated to the current one).
+
+        A version-1 card keeps ``status`` and ``subject`` in ``inputs``: they move to the card's
+        fields. A version-1 card without a status is read as ``ok`` (what its readers assumed),
+        with a warning saying so.
+
+        Raises:
+            ScoreCardError: not a card, a version this pathgls does not read, or a key that is
+                unknown, missing or of the wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise ScoreCardError(f"a ScoreCard is a JSON object, got {type(data).__name__}")
         d = dict(data)
-        d["reports"] = {k: Report(**v) for k, v in d.get("reports", {}).items()}
-        d["modules"] = {k: ModuleScore(**v) for k, v in d.get("modules", {}).items()}
+        if "item_id" not in d:
+            raise ScoreCardError("not a ScoreCard: no item_id")
+        version = d.pop("version", 1)
+        _check(
+            isinstance(version, int) and not isinstance(version, bool),
+            "version",
+            "an integer",
+            version,
+        )
+        if version > SCORECARD_VERSION or version < 1:
+            raise ScoreCardError(
+                f"ScoreCard version {version} cannot be read by this pathgls (it reads versions "
+                f"1 to {SCORECARD_VERSION}; a newer card needs a newer pathgls)"
+            )
+        if version == 1:
+            d = _from_v1(d)
+        d = _fields_of(cls, d, "ScoreCard")
+        reports = d.get("reports", {})
+        _check(isinstance(reports, dict), "reports", "an object", reports)
+        d["reports"] = {k: _report(v, f"reports.{k}") for k, v in reports.items()}
+        modules = d.get("modules", {})
+        _check(isinstance(modules, dict), "modules", "an object", modules)
+        d["modules"] = {
+            k: ModuleScore.from_dict(v, where=f"modules.{k}") for k, v in modules.items()
+        }
+        for k, m in d["modules"].items():
+            if m.name != k:
+                raise ScoreCardError(f"modules.{k}: holds module {m.name!r}")
         if d.get("decision") is not None:
-            d["decision"] = GateDecision(**d["decision"])
+            d["decision"] = GateDecision.from_dict(d["decision"])
+        for key in ("warnings", "errors"):
+            _strings(d.get(key, []), key)
+        for key in ("inputs", "timings"):
+            _check(isinstance(d.get(key, {}), dict), key, "an object", d.get(key))
         return cls(**d)
+
+
+def _report(data: Any, where: str) -> Report:
+    d = _fields_of(Report, data, where)
+    _check(isinstance(d.get("text"), str), f"{where}.text", "a string", d.get("text"))
+    for key in ("condition", "source"):
+        _check(isinstance(d.get(key, ""), str), f"{where}.{key}", "a string", d.get(key))
+    _strings(d.get("warnings", []), f"{where}.warnings")
+    return Report(**d)
+
+
+def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 card's dict in the current layout (status and subject out of ``inputs``)."""
+    clash = [k for k in _V1_INPUT_FIELDS if k in d]
+    if clash:
+        raise ScoreCardError(f"a version-1 ScoreCard has no top-level {', '.join(clash)}")
+    inputs = d.get("inputs", {})
+    _check(isinstance(inputs, dict), "inputs", "an object", inputs)
+    inputs = dict(inputs)
+    d["inputs"] = inputs
+    d["subject"] = inputs.pop("subject", None) or ""
+    status = inputs.pop("status", None)
+    if status is None:
+        _strings(d.get("warnings", []), "warnings")
+        d["warnings"] = [
+            *d.get("warnings", []),
+            "version-1 ScoreCard without inputs.status: read as ok",
+        ]
+        status = "ok"
+    d["status"] = status
+    return d

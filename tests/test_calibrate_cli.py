@@ -78,7 +78,7 @@ def _card(
         m: ModuleScore(m, v, None if v is not None else "did not run")
         for m, v in zip(MODS, values, strict=True)
     }
-    return ScoreCard(item_id=item, inputs={"subject": subject, "status": status}, modules=modules)
+    return ScoreCard(item_id=item, subject=subject, status=status, modules=modules)
 
 
 def _routes(csv_path: Path) -> dict[str, str]:

@@ -117,7 +117,7 @@ def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path) -> None:
     assert cards(again) == cards(run)
 
     config = load_config(run / "config.toml")
-    by_subject = {c.inputs["subject"]: c for c in ResultsStore(again).load_cards()}
+    by_subject = {c.subject: c for c in ResultsStore(again).load_cards()}
     for card in by_subject.values():
         assert card.inputs["attack"] == attack and card.inputs["seed"] == 5
         assert f"attack:{attack}" in card.reports

@@ -78,7 +78,7 @@ def replay_run(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Pat
 @pytest.fixture(scope="module")
 def replay_card(replay_run: Path) -> ScoreCard:
     (card,) = load_run(replay_run).cards
-    assert card.inputs["status"] == "ok", card.errors
+    assert card.status == "ok", card.errors
     return card
 
 
@@ -117,7 +117,7 @@ def test_notebook_runs_on_the_demo_output(
     view = load_run(demo_run)
     worst = view.cards[lowest_trust(view, n=1).index[0]]
     text = _texts(nb)
-    assert f"lowest trust: {worst.item_id} · {worst.inputs['subject']}" in text
+    assert f"lowest trust: {worst.item_id} · {worst.subject}" in text
     assert worst.modules["grounding"].missing_reason in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # grounding, logic
 
@@ -138,7 +138,8 @@ def test_cards_without_trust_follow_the_ranked_ones(demo_run: Path, tmp_path: Pa
         store.write_card(card)
     failed = ScoreCard(
         item_id="broken-slide",
-        inputs={"subject": "captioner", "status": "failed"},
+        subject="captioner",
+        status="failed",
         errors=["slide: cannot open broken-slide.svs\ntraceback"],
     )
     store.write_card(failed)
@@ -205,11 +206,8 @@ def test_grounding_figure_shows_why_when_there_is_no_map(
 def test_logic_figure_highlights_the_contradicting_pair(replay_card: ScoreCard) -> None:
     view = logic_view(replay_card)
     top = view.pairs[0]
-    assert (top["premise"], top["hypothesis"]) == (
-        "benign glands without atypia.",
-        "invasive carcinoma.",
-    )
-    assert top["probability"] >= 0.5
+    assert (top.premise, top.hypothesis) == ("benign glands without atypia.", "invasive carcinoma.")
+    assert top.probability >= 0.5 and top.rule == "benign_morphology"
     marked = {view.graph.entities[i].text for i in view.highlighted}
     assert marked == {"benign", "glands", "atypia", "invasive carcinoma"}  # not ER, lymphocytes
     assert "1. p=0.60 [finding->diagnosis] 'benign glands without atypia.'" in str(view)

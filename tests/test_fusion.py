@@ -198,7 +198,7 @@ def _app() -> typer.Typer:
 
 
 def _write(path: Path, item: str, values: tuple[float | None, float | None, float | None]) -> None:
-    card = ScoreCard(item_id=item, inputs={"subject": "replay:demo"}, modules=mods(*values))
+    card = ScoreCard(item_id=item, subject="replay:demo", modules=mods(*values))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(card.to_json(), encoding="utf-8")
 
@@ -286,7 +286,8 @@ def test_cli_reads_run_scorecards_and_lists_failed_items(tmp_path: Path) -> None
     _write(tmp_path / "scorecards" / "replay-demo" / "ok.json", "s1", (0.9, 0.9, 0.9))
     failed = ScoreCard(
         item_id="broken",
-        inputs={"subject": "replay:demo", "status": "failed"},
+        subject="replay:demo",
+        status="failed",
         errors=["SlideOpenError: broken.svs: not a slide\ntraceback"],
     )
     (tmp_path / "scorecards" / "replay-demo" / "broken.json").write_text(failed.to_json())

@@ -48,7 +48,7 @@ def cards_by_key(run_dir: Path) -> dict[tuple[str, str], dict]:
     out = {}
     for path in sorted((run_dir / "scorecards").rglob("*.json")):
         data = json.loads(path.read_text())
-        out[(data["inputs"]["subject"], data["item_id"])] = comparable(data)
+        out[(data["subject"], data["item_id"])] = comparable(data)
     return out
 
 
@@ -65,7 +65,7 @@ def test_two_slides_two_subjects_end_to_end(two_by_two) -> None:
     _src, out, result = two_by_two
     assert result.planned == 4 and result.counts == {"ok": 4, "partial": 0, "failed": 0}
     store = ResultsStore(out)
-    cards = {(c.inputs["subject"], c.item_id): c for c in store.load_cards()}
+    cards = {(c.subject, c.item_id): c for c in store.load_cards()}
     assert set(cards) == {(s, i) for s in SUBJECTS for i in (CMU.stem, ROI.stem)}
     for (_subject, item), card in cards.items():
         assert card.inputs["kind"] == ("roi" if item == ROI.stem else "slide")
@@ -179,18 +179,18 @@ def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
     )
     result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
     store = ResultsStore(tmp_path / "run")
-    cards = {(c.inputs["subject"], c.item_id): c for c in store.load_cards()}
+    cards = {(c.subject, c.item_id): c for c in store.load_cards()}
     assert len(cards) == 6
     ok = cards[("captioner", CMU.stem)]
-    assert ok.inputs["status"] == "ok" and ok.modules["stability"].value == pytest.approx(1.0)
+    assert ok.status == "ok" and ok.modules["stability"].value == pytest.approx(1.0)
     broken = cards[("captioner", "broken")]
-    assert broken.inputs["status"] == "failed" and broken.trust is None
+    assert broken.status == "failed" and broken.trust is None
     assert "SlideOpenError" in broken.errors[0]
     no_mpp = cards[("captioner", "tcga-cr-7395-01a-01-ts1")]
-    assert no_mpp.inputs["status"] == "failed"
+    assert no_mpp.status == "failed"
     assert "MissingResolutionError" in no_mpp.errors[0] and "--mpp" in no_mpp.errors[0]
     dead_card = cards[(dead, CMU.stem)]
-    assert dead_card.inputs["status"] == "failed" and dead_card.decision is None
+    assert dead_card.status == "failed" and dead_card.decision is None
     assert any("generation failed (original)" in e for e in dead_card.errors)
     assert dead_card.modules["stability"].value is None  # nothing invented
     assert result.counts == {"ok": 1, "partial": 0, "failed": 5}
@@ -223,7 +223,7 @@ def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path) -> None:
     out = tmp_path / "run"
     run_benchmark(source=src, config=config, out=out, references=refs, plots=False)
     (card,) = ResultsStore(out).load_cards()
-    assert card.inputs["status"] == "partial"  # the stain condition has no record
+    assert card.status == "partial"  # the stain condition has no record
     assert any("generation failed (stain)" in e for e in card.errors)
     assert card.modules["stability"].value is None
     logic = card.modules["logic"]
@@ -371,9 +371,7 @@ def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) ->
         subject={"max_retries": 0, "timeout_s": 2},
     )
     result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
-    cards = {
-        (c.inputs["subject"], c.item_id): c for c in ResultsStore(tmp_path / "run").load_cards()
-    }
+    cards = {(c.subject, c.item_id): c for c in ResultsStore(tmp_path / "run").load_cards()}
     order = [p.stem for p in sorted(src.iterdir())]
     tried = [cards[(dead, i)].errors[0] for i in order[:2]]
     skipped = [cards[(dead, i)].errors[0] for i in order[2:]]
@@ -381,5 +379,5 @@ def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) ->
     assert all(
         e.startswith("subject skipped: its original report failed on the last 2") for e in skipped
     )
-    assert all(cards[("captioner", i)].inputs["status"] == "ok" for i in order)
+    assert all(cards[("captioner", i)].status == "ok" for i in order)
     assert result.counts == {"ok": 4, "partial": 0, "failed": 4}

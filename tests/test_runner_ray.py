@@ -74,7 +74,7 @@ def cards_by_key(run_dir: Path) -> dict[tuple[str, str], dict]:
         data = json.loads(path.read_text())
         data.pop("timings")
         data = json.loads(json.dumps(data).replace(root, "RUN_DIR"))
-        out[(data["inputs"]["subject"], data["item_id"])] = data
+        out[(data["subject"], data["item_id"])] = data
     return out
 
 
@@ -221,16 +221,16 @@ def test_ray_records_failed_items_and_completes_the_rest(tmp_path: Path) -> None
     result = run_benchmark(source=src, config=config, out=out, plots=False)
     assert result.planned == 4
     assert result.counts == {"ok": 1, "partial": 0, "failed": 3}
-    cards = {(c.inputs["subject"], c.item_id): c for c in ResultsStore(out).load_cards()}
+    cards = {(c.subject, c.item_id): c for c in ResultsStore(out).load_cards()}
     assert len(cards) == 4
     ok = cards[("captioner", CMU.stem)]
-    assert ok.inputs["status"] == "ok" and ok.modules["stability"].value == pytest.approx(1.0)
+    assert ok.status == "ok" and ok.modules["stability"].value == pytest.approx(1.0)
     for subject in ("captioner", dead):
         broken = cards[(subject, "broken")]
-        assert broken.inputs["status"] == "failed" and broken.trust is None
+        assert broken.status == "failed" and broken.trust is None
         assert "SlideOpenError" in broken.errors[0]
     dead_card = cards[(dead, CMU.stem)]
-    assert dead_card.inputs["status"] == "failed" and dead_card.decision is None
+    assert dead_card.status == "failed" and dead_card.decision is None
     assert any("generation failed (original)" in e for e in dead_card.errors)
     assert dead_card.modules["stability"].value is None
     row = result.summary.set_index("subject").loc["captioner"]
@@ -313,7 +313,7 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
     assert len(killed) == 1
     # one item lost with its worker; the others are done; the worker was replaced
     assert result.planned == 5 and result.counts == {"ok": 4, "partial": 0, "failed": 1}
-    (lost,) = [c for c in ResultsStore(out).load_cards() if c.inputs["status"] == "failed"]
+    (lost,) = [c for c in ResultsStore(out).load_cards() if c.status == "failed"]
     assert "Ray worker evaluating this item died" in lost.errors[0]
     assert lost.inputs["subject_model_id"] == "pathgls/captioner"  # from the models' description
     assert read_manifest(out)["models"]["ray"]["replaced"] == 1

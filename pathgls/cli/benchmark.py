@@ -286,12 +286,10 @@ def evaluate(
     payload = [c.to_dict() for c in cards]
     typer.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
     for c in cards:
-        route = c.decision.route if c.decision else c.inputs.get("status")
+        route = c.decision.route if c.decision else c.status
         trust = "missing" if c.trust is None else f"{c.trust:.3f}"
-        console.print(
-            f"{escape(c.item_id)} · {escape(c.inputs['subject'])}: trust {trust} → {route}"
-        )
+        console.print(f"{escape(c.item_id)} · {escape(c.subject)}: trust {trust} → {route}")
         for e in c.errors:
             console.print(f"  [red]error:[/] {escape(e.splitlines()[0])}", soft_wrap=True)
-    if any(c.inputs.get("status") == "failed" for c in cards):
+    if any(c.status == "failed" for c in cards):
         raise typer.Exit(1)

@@ -114,7 +114,7 @@ def _explain(cards: list[Any], console: Console, *, encoder_reason: str | None) 
         if logic is not None and logic.value is None and logic.missing_reason not in seen:
             seen.add(logic.missing_reason or "")
             console.print(
-                f"[yellow]S_l missing[/] ({escape(c.item_id)} · {escape(c.inputs['subject'])}): "
+                f"[yellow]S_l missing[/] ({escape(c.item_id)} · {escape(c.subject)}): "
                 f"{escape(logic.missing_reason or '')}",
                 soft_wrap=True,
             )

@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
+from pathgls.types import ScoreCard
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -107,9 +108,7 @@ def _configs(
     return cfg.fusion, cfg.gate
 
 
-def _load(path: Path) -> Any:
-    from pathgls.types import ScoreCard
-
+def _load(path: Path) -> ScoreCard:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -118,18 +117,12 @@ def _load(path: Path) -> Any:
         raise PathGLSError("not a ScoreCard (no item_id)")
     try:
         return ScoreCard.from_dict(data)
-    except (TypeError, ValueError, AttributeError, KeyError) as e:
+    except ScoreCardError as e:
         raise PathGLSError(f"not a valid ScoreCard: {e}") from e
 
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
-
-
-def _module_value(card: Any, name: str) -> float | None:
-    score = card.modules.get(name)
-    value = None if score is None else score.value
-    return value if isinstance(value, int | float) else None
 
 
 def gate(
@@ -206,7 +199,7 @@ def gate(
             errors += 1
             console.print(f"[red]error:[/] {escape(rel)}: {escape(str(e))}", soft_wrap=True)
             continue
-        if not (isinstance(card.inputs, dict) and card.inputs.get("status") == "failed"):
+        if card.status != "failed":
             card = gate_scorecard(card, fusion=fusion_cfg, gate=gate_cfg)
         rows.append(card_row(card, file=rel))
     if not rows:
@@ -230,21 +223,19 @@ def gate(
     raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
-def card_row(card: Any, *, file: str = "") -> dict[str, Any]:
+def card_row(card: ScoreCard, *, file: str = "") -> dict[str, Any]:
     """A gated card as a table/CSV row; a card whose report could not be produced is ``failed``."""
-    inputs = card.inputs if isinstance(card.inputs, dict) else {}
-    subject = inputs.get("subject") or ""
-    if inputs.get("status") == "failed" or card.decision is None:
+    if card.status == "failed" or card.decision is None:
         reasons = [e.splitlines()[0] for e in card.errors] or ["no report"]
         route, values = "failed", {"grounding": "", "logic": "", "stability": "", "trust": ""}
     else:
         reasons, route = list(card.decision.reasons), card.decision.route
-        values = {m: _fmt(_module_value(card, m)) for m in ("grounding", "logic", "stability")}
+        values = {m: _fmt(card.value(m)) for m in ("grounding", "logic", "stability")}
         values["trust"] = _fmt(card.trust)
     return {
         "file": file,
-        "item_id": str(card.item_id),
-        "subject": str(subject),
+        "item_id": card.item_id,
+        "subject": card.subject,
         **values,
         "route": route,
         "reasons": " | ".join(reasons),

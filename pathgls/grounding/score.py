@@ -10,6 +10,7 @@ window (level-0 box), similarity, calibrated score and best patches, plus what w
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,14 @@ from pathgls.encoders.base import Encoder
 from pathgls.errors import (
     ConfigError,
     GroundingError,
+)
+from pathgls.evidence import (
+    FoilStats,
+    GroundedEntity,
+    GroundingEvidence,
+    GroundingSource,
+    SkippedEntity,
+    TopPatch,
 )
 from pathgls.grounding.similarity import (
     SimilarityResult,
@@ -126,18 +135,17 @@ def ground(
     warnings: list[str] = []
     if source.random_weights or encoder.random_weights:
         warnings.append(RANDOM_WEIGHTS_WARNING)
-    evidence: dict[str, Any] = {
-        "calibration": cfg.calibration,
-        "templates": list(cfg.templates),
-        "encoder": encoder.name,
-        "source": source.describe(),
-        "entities": [],
-        "negated": list(selection.negated),
-        "skipped": list(selection.skipped),
-    }
+    evidence = GroundingEvidence(
+        calibration=cfg.calibration,
+        templates=tuple(cfg.templates),
+        encoder=encoder.name,
+        source=GroundingSource.from_dict(source.describe()),
+        negated=tuple(selection.negated),
+        skipped=tuple(SkippedEntity.from_dict(s) for s in selection.skipped),
+    )
 
     def missing(reason: str) -> GroundingResult:
-        score = _missing(f"grounding not scored: {reason}", evidence, warnings)
+        score = _missing(f"grounding not scored: {reason}", evidence.to_dict(), warnings)
         return GroundingResult(score=score, selection=selection, source=source.describe())
 
     if not selection.targets:
@@ -187,18 +195,26 @@ def ground(
         t=cfg.sigmoid_t,
         foil_similarity=sim.max_similarity[m:],
     )
-    evidence["entities"] = _entity_evidence(selection, sim_t, calibrated, source)
+    foil_stats = None
     if chosen_foils:
         fs = sim.max_similarity[m:].astype(np.float64)
-        evidence["foils"] = {
-            "n": len(chosen_foils),
-            "median": float(np.median(fs)),
-            "p90": float(np.quantile(fs, 0.9)),
-            "max": float(fs.max()),
-            "best": chosen_foils[int(np.argmax(fs))],
-        }
+        foil_stats = FoilStats(
+            n=len(chosen_foils),
+            median=float(np.median(fs)),
+            p90=float(np.quantile(fs, 0.9)),
+            max=float(fs.max()),
+            best=chosen_foils[int(np.argmax(fs))],
+        )
+    evidence = dataclasses.replace(
+        evidence,
+        entities=_entity_evidence(selection, sim_t, calibrated, source),
+        foils=foil_stats,
+    )
     score = ModuleScore(
-        name="grounding", value=grounding_value(calibrated), evidence=evidence, warnings=warnings
+        name="grounding",
+        value=grounding_value(calibrated),
+        evidence=evidence.to_dict(),
+        warnings=warnings,
     )
     return GroundingResult(
         score=score,
@@ -242,7 +258,7 @@ def _entity_evidence(
     sim: SimilarityResult,
     calibrated: np.ndarray,
     source: WindowSource,
-) -> list[dict[str, Any]]:
+) -> tuple[GroundedEntity, ...]:
     boxes = window_boxes(
         coords=source.coords,
         patch_index=sim.best_patch,
@@ -253,23 +269,27 @@ def _entity_evidence(
     )
     out = []
     for i, t in enumerate(selection.targets):
-        top = [
-            {"patch": int(p), "similarity": float(v), "box": source.patch_boxes([p])[0].tolist()}
+        top = tuple(
+            TopPatch(
+                patch=int(p),
+                similarity=float(v),
+                box=tuple(source.patch_boxes([p])[0].tolist()),
+            )
             for p, v in zip(sim.top_patches[i], sim.top_values[i], strict=True)
-        ]
-        out.append(
-            {
-                "phrase": t.phrase,
-                "concept": t.concept,
-                "type": t.type,
-                "mentions": list(t.mentions),
-                "uncertain": t.uncertain,
-                "similarity": float(sim.max_similarity[i]),
-                "calibrated": float(calibrated[i]),
-                "patch": int(sim.best_patch[i]),
-                "window": int(sim.best_window[i]),
-                "box": boxes[i].tolist(),
-                "top_patches": top,
-            }
         )
-    return out
+        out.append(
+            GroundedEntity(
+                phrase=t.phrase,
+                concept=t.concept,
+                type=t.type,
+                mentions=tuple(t.mentions),
+                uncertain=t.uncertain,
+                similarity=float(sim.max_similarity[i]),
+                calibrated=float(calibrated[i]),
+                patch=int(sim.best_patch[i]),
+                window=int(sim.best_window[i]),
+                box=tuple(boxes[i].tolist()),
+                top_patches=top,
+            )
+        )
+    return tuple(out)

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pathgls.errors import NoScoreCardsError, PathGLSError, UnknownNameError
+from pathgls.errors import EvidenceError, NoScoreCardsError, PathGLSError, UnknownNameError
+from pathgls.evidence import (
+    ContradictionPair,
+    FindingChanges,
+    GroundedEntity,
+    GroundingEvidence,
+    LogicEvidence,
+    StabilityEvidence,
+)
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
 
@@ -43,16 +51,16 @@ class RunView:
 
 
 def _row(card: ScoreCard) -> dict[str, Any]:
-    if card.inputs.get("status") == "failed" or card.decision is None:
+    if card.status == "failed" or card.decision is None:
         route, reasons = "failed", [e.splitlines()[0] for e in card.errors if e] or ["no report"]
     else:
         route, reasons = card.decision.route, list(card.decision.reasons)
-    values = [card.modules[m].value if m in card.modules else None for m in MODULES]
+    values = [card.value(m) for m in MODULES]
     values.append(card.trust)
     return {
         "item_id": card.item_id,
-        "subject": card.inputs.get("subject", ""),
-        "status": card.inputs.get("status", ""),
+        "subject": card.subject,
+        "status": card.status,
         **{k: np.nan if v is None else float(v) for k, v in zip(COLUMNS[3:7], values, strict=True)},
         "route": route,
         "reason": reasons[0] if reasons else "",
@@ -104,7 +112,7 @@ def describe_card(card: ScoreCard) -> str:
     """A few lines: the item, its route and trust, each module's value or missing reason."""
     trust = "—" if card.trust is None else f"{card.trust:.3f}"
     route = card.decision.route if card.decision else "failed"
-    lines = [f"{card.item_id} · {card.inputs.get('subject', '')}: {route}, trust {trust}"]
+    lines = [f"{card.item_id} · {card.subject}: {route}, trust {trust}"]
     for name, m in card.modules.items():
         value = f"{m.value:.3f}" if m.value is not None else f"missing ({m.missing_reason})"
         lines.append(f"  {name}: {value}")
@@ -113,7 +121,7 @@ def describe_card(card: ScoreCard) -> str:
 
 
 def _title(card: ScoreCard) -> str:
-    return f"{card.item_id} · {card.inputs.get('subject', '')}"
+    return f"{card.item_id} · {card.subject}"
 
 
 def _item_image(card: ScoreCard, max_side: int) -> tuple[np.ndarray, tuple[int, int]]:
@@ -138,19 +146,19 @@ def _item_image(card: ScoreCard, max_side: int) -> tuple[np.ndarray, tuple[int, 
         reader.close()
 
 
-def _num(d: dict[str, Any], key: str, default: float = np.nan) -> float:
-    return default if d.get(key) is None else float(d[key])
+def _num(x: float | None) -> float:
+    return np.nan if x is None else float(x)
 
 
-def _pick_entity(entities: list[dict[str, Any]], entity: str | None) -> dict[str, Any]:
-    if entity is None:  # the least grounded
-        return min(entities, key=lambda e: (_num(e, "calibrated", np.inf), _num(e, "similarity")))
-    needle = entity.strip().lower()
-    for e in entities:
-        if needle in {str(e.get("phrase", "")).lower(), str(e.get("concept", "")).lower()}:
-            return e
-    known = ", ".join(str(e.get("phrase")) for e in entities)
-    raise UnknownNameError(f"no grounded entity {entity!r}; grounded: {known}")
+def _pick_entity(ev: GroundingEvidence, entity: str | None) -> GroundedEntity | None:
+    """The named entity (default: the least grounded); None when nothing was grounded."""
+    if entity is None or not ev.entities:
+        return ev.least_grounded()
+    chosen = ev.find(entity)
+    if chosen is None:
+        known = ", ".join(e.phrase for e in ev.entities)
+        raise UnknownNameError(f"no grounded entity {entity!r}; grounded: {known}")
+    return chosen
 
 
 def _message_figure(title: str, message: str, image: np.ndarray | None) -> Figure:
@@ -172,16 +180,16 @@ def _box(ax: Any, box: Any, scale: tuple[float, float], colour: str, label: str)
     ax.add_patch(Rectangle((x, y), w, h, fill=False, edgecolor=colour, lw=1.5, label=label))
 
 
-def _map_values(run_dir: Path, evidence: dict[str, Any], phrase: str) -> tuple[Any, str]:
+def _map_values(run_dir: Path, evidence: GroundingEvidence, phrase: str) -> tuple[Any, str]:
     """``(map, "")`` when the stored map has ``phrase``, else ``(None, why not)``."""
-    if not evidence.get("map"):
+    if not evidence.map:
         return None, "no heat map was kept (keep_grounding_maps=False)"
     try:
-        gmap = load_grounding_map(run_dir / str(evidence["map"]))
+        gmap = load_grounding_map(run_dir / evidence.map)
     except (OSError, ValueError, KeyError) as e:
         return None, f"the heat map cannot be read: {e}"
     ok = phrase in gmap["values"]
-    return (gmap, "") if ok else (None, f"no heat map of {phrase!r} in {evidence['map']}")
+    return (gmap, "") if ok else (None, f"no heat map of {phrase!r} in {evidence.map}")
 
 
 def grounding_figure(
@@ -195,14 +203,15 @@ def grounding_figure(
 
     Args:
         card: A ScoreCard of the run.
-        run_dir: Its run directory (``evidence["map"]`` is relative to it).
+        run_dir: Its run directory (the evidence's heat map path is relative to it).
         entity: Phrase or concept of a grounded entity (default: the least grounded one).
         max_side: Longest side of the thumbnail in pixels.
 
     Returns:
         Two panels (thumbnail; heat map with colour bar) with the entity's best window (cyan)
         and best patch (lime) outlined. When grounding is missing, or the picture cannot be
-        read, one panel stating why (over the thumbnail when it can be read).
+        read, or its evidence is malformed, one panel stating why (over the thumbnail when
+        it can be read).
 
     Raises:
         UnknownNameError: ``entity`` is not among the grounded entities.
@@ -212,27 +221,33 @@ def grounding_figure(
     from pathgls.inspect.viz import plot_heatmap
 
     g = card.modules.get("grounding")
-    ents = list(g.evidence.get("entities") or []) if g is not None else []
-    chosen = _pick_entity(ents, entity) if ents else None
+    ev, bad = GroundingEvidence(), ""
+    try:
+        ev = card.evidence(GroundingEvidence) or ev
+    except EvidenceError as e:
+        bad = str(e)
+    chosen = _pick_entity(ev, entity)
     thumb, size, why = None, (1, 1), ""
     try:
         thumb, size = _item_image(card, max_side)
     except (PathGLSError, OSError, ValueError) as e:
         why = f"the item's picture cannot be read: {e}"
+    if bad:
+        return _message_figure(_title(card), f"grounding evidence unreadable: {bad}", thumb)
     if g is None or g.value is None or chosen is None:
         why = "not run" if g is None else (g.missing_reason or "no grounded entity")
         return _message_figure(_title(card), f"grounding missing: {why}", thumb)
     if thumb is None:
         return _message_figure(_title(card), why, None)
-    phrase = str(chosen.get("phrase"))
-    gmap, note = _map_values(Path(run_dir), g.evidence, phrase)
+    phrase = chosen.phrase
+    gmap, note = _map_values(Path(run_dir), ev, phrase)
     fig = Figure(figsize=(13, 6))
     ax_img, ax_map = fig.subplots(1, 2)
     ax_img.imshow(thumb)
     ax_img.set_axis_off()
     ax_img.set_title(_title(card), fontsize=10)
-    label = f"{phrase}: similarity {_num(chosen, 'similarity'):.3f}, "
-    label += f"calibrated {_num(chosen, 'calibrated'):.3f}"
+    label = f"{phrase}: similarity {_num(chosen.similarity):.3f}, "
+    label += f"calibrated {_num(chosen.calibrated):.3f}"
     if gmap is not None:
         plot_heatmap(
             ax_map,
@@ -248,12 +263,12 @@ def grounding_figure(
         ax_map.set_axis_off()
         ax_map.set_title(f"{label}\n{note}", fontsize=9)
     scale = (thumb.shape[1] / size[0], thumb.shape[0] / size[1])
-    top = chosen.get("top_patches") or [{}]
+    best_patch = chosen.top_patches[0].box if chosen.top_patches else None
     for ax in (ax_img, ax_map):
-        if chosen.get("box") is not None:
-            _box(ax, chosen["box"], scale, "cyan", "best window")
-        if top[0].get("box") is not None:
-            _box(ax, top[0]["box"], scale, "lime", "best patch")
+        if chosen.box is not None:
+            _box(ax, chosen.box, scale, "cyan", "best window")
+        if best_patch is not None:
+            _box(ax, best_patch, scale, "lime", "best patch")
     if ax_img.patches:
         ax_img.legend(loc="lower right", fontsize=8)
     fig.text(0.01, 0.01, "\n".join(g.warnings), fontsize=8, color="firebrick")
@@ -265,7 +280,7 @@ class LogicView:
     """The report graph and the sentence pairs that contradict each other most."""
 
     graph: ReportGraph
-    pairs: list[dict[str, Any]]  # the evidence's top pairs, highest probability first
+    pairs: tuple[ContradictionPair, ...]  # the evidence's top pairs, highest probability first
     highlighted: frozenset[int]  # entity indices in the pairs at or above the threshold
     value: float | None
     missing_reason: str | None = None
@@ -276,11 +291,10 @@ class LogicView:
         lines = [head + (f": {self.missing_reason}" if self.missing_reason else "")]
         for i, p in enumerate(self.pairs, 1):
             lines.append(
-                f"{i}. p={_num(p, 'probability'):.2f} [{p.get('kind', '')}] "
-                f"{p.get('premise', '')!r} vs {p.get('hypothesis', '')!r}"
+                f"{i}. p={_num(p.probability):.2f} [{p.kind}] {p.premise!r} vs {p.hypothesis!r}"
             )
-            if p.get("explanation"):
-                lines.append(f"   {p.get('rule', '')}: {p['explanation']}")
+            if p.explanation:
+                lines.append(f"   {p.rule or ''}: {p.explanation}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -297,13 +311,16 @@ def logic_view(
         extractor: Entity extractor (default: the lexicon, the runner's default).
         threshold: The entities of both sentences of every pair whose contradiction
             probability is at least this are highlighted.
+
+    Raises:
+        EvidenceError: the card's logic evidence is malformed.
     """
     from pathgls.text import analyze_report, build_extractor
 
     m = card.modules.get("logic")
     value, reason = (None, "not run") if m is None else (m.value, m.missing_reason)
-    pairs = (m.evidence.get("top_pairs") or []) if m is not None else []
-    pairs = sorted(pairs, key=lambda p: -_num(p, "probability", 0.0))
+    ev = card.evidence(LogicEvidence)
+    pairs = ev.ranked() if ev is not None else ()
     report = card.reports.get("original")
     if report is None:
         reason = "; ".join(r for r in (reason, "no original report") if r)
@@ -313,11 +330,10 @@ def logic_view(
     by_sentence = analyzed.entities_by_sentence()
     marks: set[int] = set()
     for p in pairs:
-        if _num(p, "probability", 0.0) < threshold:
+        if p.probability is None or p.probability < threshold:
             continue
-        for role in ("premise", "hypothesis"):
-            i, text = p.get(f"{role}_sentence"), p.get(role)
-            if not (isinstance(i, int) and 0 <= i < len(texts) and texts[i] == text):
+        for i, text in ((p.premise_sentence, p.premise), (p.hypothesis_sentence, p.hypothesis)):
+            if not (i is not None and 0 <= i < len(texts) and texts[i] == text):
                 i = texts.index(text) if text in texts else i  # another extractor's parse
             marks.update(by_sentence.get(i, []))
     return LogicView(analyzed.graph, pairs, frozenset(marks), value, reason)
@@ -401,28 +417,31 @@ class AttackDiff:
 
 
 def attack_diff(card: ScoreCard) -> AttackDiff:
-    """Per perturbed condition: Δ and finding changes (stability evidence) and a text diff."""
+    """Per perturbed condition: Δ and finding changes (stability evidence) and a text diff.
+
+    Raises:
+        EvidenceError: the card's stability evidence is malformed.
+    """
     m = card.modules.get("stability")
-    ev = m.evidence if m is not None else {}
-    roles = dict(zip(ev.get("conditions") or (), ("aug", "attack"), strict=False))
+    ev = card.evidence(StabilityEvidence) or StabilityEvidence()
     original = card.reports.get("original")
     before = original.text.splitlines() if original is not None else []
     out = {}
     for name in sorted((c for c in card.reports if c != "original"), key=lambda c: c != "stain"):
-        role = roles.get(name) or ("aug" if name == "stain" else "attack")
-        changes, delta = ev.get(f"changes_{role}") or {}, ev.get(f"delta_{role}")
+        role = ev.role(name)
+        changes, delta = ev.changes_of(role) or FindingChanges(), ev.delta_of(role)
         after = card.reports[name].text.splitlines()
         diff = difflib.unified_diff(before, after, lineterm="", n=0)
         out[name] = ConditionDiff(
             condition=name,
             delta=None if delta is None else float(delta),
-            diagnosis_changed=changes.get("diagnosis_changed"),
+            diagnosis_changed=changes.diagnosis_changed,
             text_diff=tuple(d for d in islice(diff, 2, None) if not d.startswith("@@")),
-            **{k: tuple(changes.get(k) or ()) for k in _CHANGES},
+            **{k: getattr(changes, k) for k in _CHANGES},
         )
     return AttackDiff(
         item_id=card.item_id,
-        subject=str(card.inputs.get("subject", "")),
+        subject=card.subject,
         stability=m.value if m is not None else None,
         missing_reason="not run" if m is None else m.missing_reason,
         conditions=out,

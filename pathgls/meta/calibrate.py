@@ -202,36 +202,28 @@ def read_labels(path: str | os.PathLike[str]) -> dict[tuple[str | None, str], fl
     return labels
 
 
-def _card_value(card: ScoreCard, name: str) -> float | None:
-    score = card.modules.get(name)
-    v = None if score is None else score.value
-    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    return float(v) if ok else None  # type: ignore[arg-type]
-
-
 def rows_from_cards(
     *, cards: Iterable[ScoreCard], labels: Mapping[tuple[str | None, str], float]
 ) -> CardRows:
     """Join each card's module values with its label (as read by :func:`read_labels`).
 
-    A card's label is the one for its ``(inputs["subject"], item_id)``, else for
-    ``(None, item_id)``. Cards with status ``failed`` and cards without a label are left out and
-    listed; a missing or non-finite module value is ``None`` (missing), never imputed.
+    A card's label is the one for its ``(subject, item_id)``, else for ``(None, item_id)``.
+    Cards with status ``failed`` and cards without a label are left out and listed; a missing
+    or non-finite module value is ``None`` (missing), never imputed.
     """
     rows: list[ValidationRow] = []
     failed: list[str] = []
     unlabelled: list[str] = []
     for card in cards:
-        inputs = card.inputs if isinstance(card.inputs, Mapping) else {}
-        subject = str(inputs.get("subject") or "")
+        subject = card.subject
         name = f"{subject}/{card.item_id}" if subject else str(card.item_id)
         label = labels.get((subject, card.item_id), labels.get((None, card.item_id)))
-        if inputs.get("status") == "failed":
+        if card.status == "failed":
             failed.append(name)
         elif label is None:
             unlabelled.append(name)
         else:
-            scores = {m: _card_value(card, m) for m in MODULES}
+            scores = {m: card.value(m) for m in MODULES}
             rows.append(ValidationRow(name, scores, float(label)))
     return CardRows(rows, tuple(failed), tuple(unlabelled))
 

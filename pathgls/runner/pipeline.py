@@ -22,12 +22,13 @@ import numpy as np
 
 from pathgls.config import PathGLSConfig
 from pathgls.errors import ConfigError, PathGLSError
+from pathgls.evidence import HareEntityMatch, HareEvidence
 from pathgls.fusion import gate_scorecard
 from pathgls.runner.items import WorkItem
 from pathgls.runner.store import ResultsStore
 from pathgls.subjects.base import Subject
 from pathgls.subjects.views import View
-from pathgls.types import ModuleScore, ScoreCard
+from pathgls.types import ModuleScore, ScoreCard, Status
 
 NO_ENCODER_REASON = (
     "grounding not scored: no image-text encoder was given (--encoder plip, after "
@@ -269,7 +270,6 @@ def _base_inputs(
     """The inputs every card records; ``described`` is :meth:`Models.describe`."""
     s = (described.get("subjects") or {}).get(subject) or {}
     return {
-        "subject": subject,
         "subject_model_id": s.get("model_id"),
         "subject_revision": s.get("revision"),
         "subject_learned": s.get("learned"),
@@ -285,7 +285,6 @@ def _base_inputs(
         "nli": config.models.nli,
         "embedder": config.models.embedder,
         "reference": item.reference is not None,
-        "status": "failed",
     }
 
 
@@ -299,6 +298,8 @@ def _failed(
 ) -> ScoreCard:
     return ScoreCard(
         item_id=item.item_id,
+        subject=subject,
+        status="failed",
         inputs=_base_inputs(item, subject, models.describe(), config),
         timings=dict(timings),
         errors=[error],
@@ -329,6 +330,8 @@ def failed_cards(
     return [
         ScoreCard(
             item_id=item.item_id,
+            subject=s,
+            status="failed",
             inputs=_base_inputs(item, s, described, config),
             errors=[error],
         )
@@ -376,7 +379,7 @@ def evaluate_item(
         lost = [e for e in card.errors if e.startswith("generation failed (original)")]
         if lost:
             failures.append(lost[0].splitlines()[0])
-        elif card.inputs.get("status") in ("ok", "partial"):
+        elif card.status in ("ok", "partial"):
             failures.clear()
         cards.append(card)
     return cards
@@ -419,6 +422,7 @@ def _evaluate_subject(
     errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]
     assert run.score is not None
     modules: dict[str, ModuleScore] = {"stability": run.score}
+    status: Status = "failed"  # until the original report is scored
     original = run.analyzed.get("original")
     if original is not None:  # no original report: nothing else to score, the card fails
         with _timed(timings, "logic"):
@@ -430,9 +434,11 @@ def _evaluate_subject(
                 modules["hare"] = _hare(
                     item.reference, run.reports["original"].text, models.hare, config
                 )
-        inputs["status"] = "partial" if errors else "ok"
+        status = "partial" if errors else "ok"
     card = ScoreCard(
         item_id=item.item_id,
+        subject=subject,
+        status=status,
         inputs=inputs,
         reports=run.reports,
         modules=modules,
@@ -488,7 +494,7 @@ def _grounding(
                 patch_size_level0=int(source.patch_size_level0),
                 space=str(source.space),
             )
-            res.score.evidence["map"] = str(path.relative_to(store.root))
+            res.score.evidence["map"] = str(path.relative_to(store.root))  # GroundingEvidence.map
     return res.score
 
 
@@ -502,16 +508,19 @@ def _hare(reference: str, candidate: str, hare_models: Any, config: PathGLSConfi
         (res,) = score_pairs(
             references=[reference], candidates=[candidate], models=hare_models, config=config.hare
         )
+    evidence = HareEvidence(
+        entity_precision=res.entity_precision,
+        entity_recall=res.entity_recall,
+        entity_f1=res.entity_f1,
+        relation_f1=res.relation_f1,
+        entity_matches=tuple(
+            HareEntityMatch.from_dict(dataclasses.asdict(m)) for m in res.entity_matches[:20]
+        ),
+        backend="offline (lexicon entities, MiniLM, report-graph relations)",
+    )
     return ModuleScore(
         name="hare",
         value=float(res.score),
-        evidence={
-            "entity_precision": res.entity_precision,
-            "entity_recall": res.entity_recall,
-            "entity_f1": res.entity_f1,
-            "relation_f1": res.relation_f1,
-            "entity_matches": [dataclasses.asdict(m) for m in res.entity_matches[:20]],
-            "backend": "offline (lexicon entities, MiniLM, report-graph relations)",
-        },
+        evidence=evidence.to_dict(),
         warnings=[*res.warnings, *(str(w.message) for w in caught)],
     )

@@ -17,7 +17,7 @@ from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import new_manifest, now, write_manifest
 from pathgls.runner.store import ResultsStore
-from pathgls.types import ScoreCard
+from pathgls.types import STATUSES, ScoreCard
 
 log = logging.getLogger(__name__)
 
@@ -104,19 +104,18 @@ def run_benchmark(
         nonlocal done
         for card in cards:
             store.write_card(card)
-            status = str(card.inputs.get("status"))
-            if status != "ok":
+            if card.status != "ok":
                 store.log_error(
                     item_id=item.item_id,
-                    subject=card.inputs.get("subject"),
-                    status=status,
+                    subject=card.subject,
+                    status=card.status,
                     errors=card.errors,
                 )
                 log.warning(
                     "%s · %s: %s: %s",
                     item.item_id,
-                    card.inputs.get("subject"),
-                    status,
+                    card.subject,
+                    card.status,
                     "; ".join(e.splitlines()[0] for e in card.errors),
                 )
         done += len(cards)
@@ -157,11 +156,8 @@ def finish(
     from pathgls.runner.summary import plot_modules, plot_subjects, summarise, write_summary
 
     wanted = {(s, i.item_id) for i in items for s in config.run.subjects}
-    cards = [c for c in store.load_cards() if (c.inputs.get("subject"), c.item_id) in wanted]
-    counts = {s: 0 for s in ("ok", "partial", "failed")}
-    for c in cards:
-        status = str(c.inputs.get("status"))
-        counts[status] = counts.get(status, 0) + 1
+    cards = [c for c in store.load_cards() if (c.subject, c.item_id) in wanted]
+    counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
     table = summarise(cards)
     files = write_summary(table, out_dir=store.root)
     if plots:
@@ -185,7 +181,7 @@ def finish(
 def _models_from_cards(cards: list[ScoreCard]) -> dict[str, Any]:
     """Model provenance recorded in the cards (a rerun that had nothing left to evaluate)."""
     subjects = {
-        c.inputs.get("subject"): {
+        c.subject: {
             "model_id": c.inputs.get("subject_model_id"),
             "revision": c.inputs.get("subject_revision"),
         }

@@ -14,8 +14,8 @@ RUN_DIR/
 ```
 
 ScoreCards are written atomically (temporary file + rename): a run killed at any moment
-leaves each card either absent or whole. A card whose ``inputs.status`` is not ``ok`` is
-redone on the next run (its generations come from the cache).
+leaves each card either absent or whole. A card whose ``status`` is not ``ok`` (or that
+cannot be read) is redone on the next run (its generations come from the cache).
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import PathGLSError
+from pathgls.errors import PathGLSError, ScoreCardError
 from pathgls.io.atomic import write_bytes_atomic, write_text_atomic
 from pathgls.runner.items import slug
-from pathgls.types import ScoreCard
-
-STATUSES = ("ok", "partial", "failed")
+from pathgls.types import ScoreCard, Status
 
 
 class ResultsStore:
@@ -66,15 +64,21 @@ class ResultsStore:
         """The per-patch grounding similarities of ``item_id`` under ``subject``."""
         return self.root / "grounding" / slug(subject) / f"{slug(item_id)}.npz"
 
-    def status(self, subject: str, item_id: str) -> str | None:
+    def read_card(self, path: str | os.PathLike[str]) -> ScoreCard:
+        """The ScoreCard stored at ``path`` (any version :meth:`ScoreCard.from_dict` reads).
+
+        Raises:
+            OSError: the file cannot be read.
+            ScoreCardError: it is not a ScoreCard.
+        """
+        return ScoreCard.from_json(Path(path).read_bytes())
+
+    def status(self, subject: str, item_id: str) -> Status | None:
         """``ok``, ``partial`` or ``failed`` from the stored card; None if absent or unreadable."""
-        path = self.card_path(subject, item_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            status = data["inputs"]["status"]
-        except (OSError, ValueError, KeyError, TypeError):
+            return self.read_card(self.card_path(subject, item_id)).status
+        except (OSError, ScoreCardError):
             return None
-        return status if status in STATUSES else None
 
     def is_done(self, subject: str, item_id: str) -> bool:
         """Whether the item has a finished (``ok``) ScoreCard, so a rerun skips it."""
@@ -86,7 +90,7 @@ class ResultsStore:
         Raises:
             PathGLSError: the file cannot be written.
         """
-        path = self.card_path(str(card.inputs.get("subject", "")), card.item_id)
+        path = self.card_path(card.subject, card.item_id)
         try:
             return write_text_atomic(path, card.to_json(indent=2))
         except OSError as e:
@@ -139,8 +143,8 @@ class ResultsStore:
         """Every stored card as ``(path, card, None)``, or ``(path, None, error)`` if unreadable."""
         for path in sorted(self.scorecards_dir.rglob("*.json")):
             try:
-                yield path, ScoreCard.from_dict(json.loads(path.read_text(encoding="utf-8"))), None
-            except (OSError, ValueError, KeyError, TypeError) as e:
+                yield path, self.read_card(path), None
+            except (OSError, ScoreCardError) as e:
                 yield path, None, f"{type(e).__name__}: {e}"
 
     def load_cards(self) -> list[ScoreCard]:

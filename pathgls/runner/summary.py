@@ -20,12 +20,10 @@ import pandas as pd
 
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.io.atomic import write_via
-from pathgls.types import ScoreCard
+from pathgls.types import ROUTES, STATUSES, ScoreCard
 
 METRICS = ("grounding", "logic", "stability", "hare", "trust")
-_ROUTES = ("deploy", "review", "reject")
-_STATUSES = ("ok", "partial", "failed")
-COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in _STATUSES), *_ROUTES)
+COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in STATUSES), *ROUTES)
 STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
 COLUMNS = COUNT_COLUMNS + tuple(f"{m}_{s}" for m in METRICS for s in STAT_SUFFIXES)
 
@@ -72,40 +70,24 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
-def _subject(card: ScoreCard) -> str:
-    return str(card.inputs.get("subject") or _UNKNOWN_SUBJECT)
-
-
-def _status(card: ScoreCard) -> str:
-    return str(card.inputs.get("status", "ok"))
-
-
 def _metric_value(card: ScoreCard, metric: str) -> float | None:
-    if metric == "trust":
-        raw: Any = card.trust
-    else:
-        module = card.modules.get(metric)
-        raw = None if module is None else module.value
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+    if metric != "trust":
+        return card.value(metric)
+    trust = card.trust
+    return float(trust) if trust is not None and math.isfinite(trust) else None
 
 
 def _by_subject(cards: Iterable[ScoreCard]) -> dict[str, list[ScoreCard]]:
     """Cards grouped by subject, subjects sorted."""
     out: dict[str, list[ScoreCard]] = {}
     for card in cards:
-        out.setdefault(_subject(card), []).append(card)
+        out.setdefault(card.subject or _UNKNOWN_SUBJECT, []).append(card)
     return dict(sorted(out.items()))
 
 
 def _values(cards: list[ScoreCard], metric: str) -> list[float]:
     """Finite values of ``metric`` over the cards that are not failed."""
-    found = (_metric_value(c, metric) for c in cards if _status(c) != "failed")
+    found = (_metric_value(c, metric) for c in cards if c.status != "failed")
     return [v for v in found if v is not None]
 
 
@@ -123,8 +105,8 @@ def summarise(
     """One row per subject: item, status and route counts, then mean and CI of each metric.
 
     Args:
-        cards: ScoreCards of a run; ``inputs["subject"]`` groups them and ``inputs["status"]``
-            (``ok``, ``partial`` or ``failed``; ``ok`` when absent) is counted.
+        cards: ScoreCards of a run; their ``subject`` groups them (``unknown`` when empty) and
+            their ``status`` is counted.
         n_boot: Bootstrap resamples per (subject, metric).
         confidence: Coverage of the intervals.
         seed: Seed used for every (subject, metric), so the table is reproducible.
@@ -142,11 +124,11 @@ def summarise(
         return pd.DataFrame({c: [] for c in COLUMNS}).astype(_dtypes())
     rows: list[dict[str, Any]] = []
     for subject, mine in _by_subject(cards).items():
-        statuses = [_status(c) for c in mine]
+        statuses = [c.status for c in mine]
         routes = [c.decision.route for c in mine if c.decision is not None]
         row: dict[str, Any] = {"subject": subject, "n_items": len(mine)}
-        row.update({f"n_{s}": statuses.count(s) for s in _STATUSES})
-        row.update({r: routes.count(r) for r in _ROUTES})
+        row.update({f"n_{s}": statuses.count(s) for s in STATUSES})
+        row.update({r: routes.count(r) for r in ROUTES})
         for metric in METRICS:
             xs = _values(mine, metric)
             low, high = bootstrap_ci(xs, n_boot=n_boot, confidence=confidence, seed=seed)
@@ -313,8 +295,8 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     for metric in shown:
         out.add_column(metric, justify="right")
     for row in table.to_dict(orient="records"):
-        statuses = "/".join(str(int(row[f"n_{s}"])) for s in _STATUSES)
-        routes = "/".join(str(int(row[r])) for r in _ROUTES)
+        statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
+        routes = "/".join(str(int(row[r])) for r in ROUTES)
         metrics = [Text(_format_metric(row, m)) for m in shown]
         out.add_row(
             escape(str(row["subject"])), str(int(row["n_items"])), statuses, routes, *metrics

@@ -38,6 +38,7 @@ import numpy as np
 from pathgls.config import DELTAS as DELTAS  # the backends
 from pathgls.config import UNRELATED_COSINE, StabilityConfig
 from pathgls.errors import ConfigError
+from pathgls.evidence import FindingChanges, StabilityEvidence
 from pathgls.registry import Registry
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.embedders import TextEmbedder
@@ -255,8 +256,6 @@ def _entity(
     return ent
 
 
-
-
 def make_delta(
     config: StabilityConfig,
     *,
@@ -299,7 +298,7 @@ def stability_score(
             name="stability",
             value=None,
             missing_reason=f"stability not scored: no report under {', '.join(missing)}",
-            evidence={"delta": delta_name},
+            evidence=StabilityEvidence(delta=delta_name).to_dict(),
         )
     assert original is not None and augmented is not None and attacked is not None
     d_aug, scope_a = delta(original, augmented)
@@ -315,15 +314,15 @@ def stability_score(
     return ModuleScore(
         name="stability",
         value=float(np.clip(value, 0.0, 1.0)),
-        evidence={
-            "delta": delta_name,
-            "delta_aug": float(d_aug),
-            "delta_attack": float(d_att),
-            "scope_aug": scope_a,
-            "scope_attack": scope_t,
-            "conditions": list(conditions),
-            "changes_aug": finding_changes(original, augmented),
-            "changes_attack": finding_changes(original, attacked),
-        },
+        evidence=StabilityEvidence(
+            delta=delta_name,
+            delta_aug=float(d_aug),
+            delta_attack=float(d_att),
+            scope_aug=scope_a,
+            scope_attack=scope_t,
+            conditions=tuple(conditions),
+            changes_aug=FindingChanges.from_dict(finding_changes(original, augmented)),
+            changes_attack=FindingChanges.from_dict(finding_changes(original, attacked)),
+        ).to_dict(),
         warnings=warnings,
     )

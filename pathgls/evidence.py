@@ -1,0 +1,475 @@
+"""Typed views of the evidence each module keeps in its :class:`~pathgls.types.ModuleScore`.
+
+A ScoreCard stores every module's evidence as plain JSON (``ModuleScore.evidence``), so a card
+stays readable by anything that reads JSON and cards of older versions keep loading. The frozen
+dataclasses here are the typed side of that JSON: readers ask a card for
+``card.evidence(GroundingEvidence)`` (or call ``GroundingEvidence.from_dict(score.evidence)``)
+and use attributes; writers build a record and store its :meth:`Record.to_dict`.
+
+Reading is strict about types and lenient about presence:
+
+- a key of the wrong type raises :class:`~pathgls.errors.EvidenceError` naming it, e.g.
+  ``grounding evidence.entities[1].calibrated: expected a number, got 'high'``;
+- an absent key takes the field's default: ``None`` for numbers (never an invented value), an
+  empty tuple for lists, since a module that could not run, or an older card, writes fewer keys;
+- keys the record does not know are kept, verbatim, in ``extra``.
+
+:meth:`Record.to_dict` gives back the JSON a record was read from (absent keys stay absent,
+unknown keys come back). A record built in code writes every field except the optional ones
+left empty (``map`` of grounding without a kept heat map, ``k`` of logic without pairs, ...).
+The JSON shapes are documented in ``docs/scorecard.schema.json``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pathgls.errors import EvidenceError
+
+Number = int | float
+Role = Literal["aug", "attack"]
+R = TypeVar("R", bound="Record")
+
+_EXPECTED = {
+    "str": "a string",
+    "num": "a number",
+    "int": "an integer",
+    "bool": "true or false",
+    "strs": "a list of strings",
+    "nums": "a list of numbers",
+    "rec": "an object",
+    "recs": "a list of objects",
+    "map": "an object",
+}
+
+
+def _kind(hint: Any) -> tuple[str, type[Record] | None]:
+    """``(kind, record type)`` of a field's type hint (``X | None`` reads as ``X``)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        if set(args) == {int, float}:
+            return "num", None
+        (hint,) = args
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        inner, item = _kind(typing.get_args(hint)[0])
+        return inner + "s", item
+    if origin is Mapping or hint is Mapping:
+        return "map", None
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return "rec", hint
+    names = {str: "str", bool: "bool", int: "int"}
+    if hint in names:
+        return names[hint], None
+    raise TypeError(f"evidence records cannot hold {hint!r}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _scalar(kind: str, value: Any, where: str) -> Any:
+    if kind == "str":
+        ok = isinstance(value, str)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
+    return value
+
+
+def _parse(value: Any, kind: str, item: type[Record] | None, where: str) -> Any:
+    if kind in ("str", "num", "int", "bool"):
+        return _scalar(kind, value, where)
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
+        return copy.deepcopy(dict(value))
+    if kind == "rec":
+        assert item is not None
+        return item.from_dict(value, where=where)
+    if not isinstance(value, list | tuple):
+        raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
+    if kind == "recs":
+        assert item is not None
+        return tuple(item.from_dict(v, where=f"{where}[{i}]") for i, v in enumerate(value))
+    return tuple(_scalar(kind[:-1], v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_dump(v) for v in value]
+    if isinstance(value, Mapping):
+        return copy.deepcopy(dict(value))
+    return value
+
+
+def _finite(x: Number | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _or(x: Number | None, default: float) -> float:
+    """``x`` when finite, else ``default`` (for sort keys)."""
+    v = _finite(x)
+    return default if v is None else v
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """Base of the evidence records: typed fields from and to JSON, unknown keys kept.
+
+    A subclass declares plain typed fields with defaults; each field is one JSON key of the
+    same name. The type hint says what the key holds (``str``, ``bool``, ``int``,
+    ``Number``, a :class:`Record`, ``tuple[...]`` of those for a list, ``Mapping`` for JSON
+    kept as is); a ``None`` default also admits JSON null. ``OPTIONAL`` names the fields a
+    record built in code leaves out of its JSON while they are ``None`` or empty.
+    """
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+
+    # Keys of the JSON this version does not know, kept verbatim for the round trip.
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    # Known keys present in the JSON read (None: built in code); to_dict writes exactly these.
+    _keys: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.extra, Mapping):
+            raise EvidenceError(f"{type(self).__name__}.extra must be a mapping")
+        clash = sorted(set(self.extra) & set(self._schema()))
+        if clash:
+            raise EvidenceError(
+                f"{type(self).__name__}.extra repeats the field(s) {', '.join(clash)}"
+            )
+
+    @classmethod
+    def _schema(cls) -> Mapping[str, tuple[str, type[Record] | None, Any]]:
+        """``{field: (kind, record type, default)}`` of the record's JSON keys."""
+        return _schema_of(cls)
+
+    @classmethod
+    def _label(cls) -> str:
+        return cls.__name__
+
+    @classmethod
+    def from_dict(cls: type[R], data: Any, *, where: str | None = None) -> R:
+        """The record of a JSON object (see the module docstring for the rules).
+
+        Args:
+            data: The JSON object (a mapping).
+            where: Its path, for error messages (default: the record's name).
+
+        Raises:
+            EvidenceError: ``data`` is not an object, or a key has the wrong type.
+        """
+        where = where or cls._label()
+        if not isinstance(data, Mapping):
+            raise EvidenceError(f"{where}: expected an object, got {_short(data)}")
+        schema = cls._schema()
+        values = {
+            name: None
+            if data[name] is None and default is None
+            else _parse(data[name], kind, item, f"{where}.{name}")
+            for name, (kind, item, default) in schema.items()
+            if name in data
+        }
+        extra = {str(k): copy.deepcopy(v) for k, v in data.items() if k not in schema}
+        record = cls(**values, extra=extra)
+        object.__setattr__(record, "_keys", frozenset(values))
+        return record
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of the record (a new, independent dict)."""
+        out: dict[str, Any] = {}
+        for name in self._schema():
+            value = getattr(self, name)
+            if self._keys is not None:
+                if name not in self._keys:
+                    continue
+            elif name in self.OPTIONAL and (value is None or value == ()):
+                continue
+            out[name] = _dump(value)
+        out.update(copy.deepcopy(dict(self.extra)))
+        return out
+
+
+@functools.cache
+def _schema_of(cls: type[Record]) -> Mapping[str, tuple[str, type[Record] | None, Any]]:
+    # a pure function of the class, memoised: resolving type hints is slow
+    hints = typing.get_type_hints(cls)
+    return MappingProxyType(
+        {
+            f.name: (*_kind(hints[f.name]), f.default)
+            for f in dataclasses.fields(cls)
+            if f.name not in ("extra", "_keys")
+        }
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleEvidence(Record):
+    """Base of the evidence of one module (``MODULE`` names it in the card's ``modules``)."""
+
+    MODULE: ClassVar[str] = ""
+
+    @classmethod
+    def _label(cls) -> str:
+        return f"{cls.MODULE} evidence"
+
+
+# --- grounding --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopPatch(Record):
+    """One of an entity's best patches."""
+
+    patch: int | None = None  # row of the patch in the bag (or ROI grid)
+    similarity: Number | None = None  # the entity's best window similarity in it
+    box: tuple[Number, ...] | None = None  # x, y, w, h in the source's pixels
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroundedEntity(Record):
+    """One grounded entity: where it is seen best and how well."""
+
+    phrase: str = ""  # the text the encoder embedded
+    concept: str = ""  # canonical concept ("" when the extractor has none)
+    type: str = ""  # entity type (pathological_diagnosis, ...)
+    mentions: tuple[str, ...] = ()  # the report's mentions it stands for
+    uncertain: bool | None = None  # hedged in the report
+    similarity: Number | None = None  # best window cosine similarity (raw)
+    calibrated: Number | None = None  # after calibration; S_g is their mean
+    patch: int | None = None  # patch of the best window
+    window: int | None = None  # window index inside that patch
+    box: tuple[Number, ...] | None = None  # best window, x, y, w, h
+    top_patches: tuple[TopPatch, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FoilStats(Record):
+    """Best similarities of the unrelated foil phrases (foil-rank calibration)."""
+
+    n: int | None = None  # foils used
+    median: Number | None = None
+    p90: Number | None = None
+    max: Number | None = None
+    best: str = ""  # the foil that came closest
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkippedEntity(Record):
+    """An entity grounding left out (not visible in the image: IHC, site, stage, ...)."""
+
+    text: str = ""
+    type: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroundingSource(Record):
+    """What was searched: a feature bag or an ROI cut into windows."""
+
+    kind: str = ""  # bag or roi
+    name: str = ""  # slide name or image path
+    path: str | None = None  # file read, when any
+    space: str = ""  # level0 (slide pixels) or image (ROI pixels)
+    n_patches: int | None = None
+    n_windows: int | None = None  # windows per patch
+    patch_size_level0: int | None = None  # patch side in ``space`` pixels
+    encoder: str | None = None  # encoder the windows were embedded with
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroundingEvidence(ModuleEvidence):
+    """S_g's evidence: per entity its best window and similarity, and what was left out."""
+
+    MODULE: ClassVar[str] = "grounding"
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"foils", "map"})
+
+    calibration: str = ""  # foil-rank, sigmoid or raw
+    templates: tuple[str, ...] = ()  # prompt templates of the text tower
+    encoder: str = ""  # encoder name
+    source: GroundingSource | None = None
+    entities: tuple[GroundedEntity, ...] = ()
+    negated: tuple[str, ...] = ()  # negated entities, not grounded
+    skipped: tuple[SkippedEntity, ...] = ()  # entities without a visual target
+    foils: FoilStats | None = None
+    map: str | None = None  # heat map file, relative to the run directory
+
+    def least_grounded(self) -> GroundedEntity | None:
+        """The entity of lowest calibrated score (ties: lower similarity, then first).
+
+        Entities without a finite calibrated score are not ranked; None when none has one.
+        """
+        ranked = [e for e in self.entities if _finite(e.calibrated) is not None]
+        if not ranked:
+            return None
+        return min(ranked, key=lambda e: (_or(e.calibrated, 0.0), _or(e.similarity, math.inf)))
+
+    def find(self, name: str) -> GroundedEntity | None:
+        """The entity whose phrase or concept is ``name`` (case-insensitive), else None."""
+        needle = name.strip().lower()
+        return next(
+            (e for e in self.entities if needle in {e.phrase.lower(), e.concept.lower()}), None
+        )
+
+
+# --- logic ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContradictionPair(Record):
+    """A premise/hypothesis sentence pair and its contradiction probability."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"rule", "explanation"})
+
+    premise: str = ""
+    hypothesis: str = ""
+    probability: Number | None = None  # P(contradiction)
+    kind: str = ""  # finding->diagnosis, diagnosis<->diagnosis, ...
+    premise_sentence: int | None = None  # sentence index in the report
+    hypothesis_sentence: int | None = None
+    rule: str | None = None  # rules backend: the rule that fired (absent otherwise)
+    explanation: str | None = None  # rules backend: why
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogicEvidence(ModuleEvidence):
+    """S_l's evidence: the top-K contradicting pairs, K, the number of pairs, the NLI backend."""
+
+    MODULE: ClassVar[str] = "logic"
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"top_pairs", "k"})
+
+    # highest probability first (as written); absent when there was no pair
+    top_pairs: tuple[ContradictionPair, ...] = ()
+    k: int | None = None  # K of the top-K mean (absent: no pair)
+    n_pairs: int | None = None  # pairs checked
+    nli: str = ""  # NLI backend
+
+    def top_pair(self) -> ContradictionPair | None:
+        """The pair most likely contradictory (the first of ties); None without pairs."""
+        return next(iter(self.ranked()), None)
+
+    def ranked(self) -> tuple[ContradictionPair, ...]:
+        """The pairs by decreasing probability (stable; pairs without one last)."""
+        return tuple(sorted(self.top_pairs, key=lambda p: -_or(p.probability, -math.inf)))
+
+
+# --- stability --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindingChanges(Record):
+    """How the findings and diagnoses of a report changed against the original."""
+
+    added: tuple[str, ...] = ()  # findings new under the condition
+    removed: tuple[str, ...] = ()  # findings gone
+    negation_flipped: tuple[str, ...] = ()  # affirmed ↔ negated
+    diagnosis_changed: bool | None = None  # None: not recorded
+    diagnoses_before: tuple[str, ...] = ()
+    diagnoses_after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StabilityEvidence(ModuleEvidence):
+    """S_s's evidence: Δ under the stain augmentation and the attack, and what changed."""
+
+    MODULE: ClassVar[str] = "stability"
+    # a stability that could not run writes only its Δ backend (and the perturbations)
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"delta_aug", "delta_attack", "scope_aug", "scope_attack", "conditions"}
+        | {"changes_aug", "changes_attack", "stain", "attack", "prompt_library"}
+    )
+
+    delta: str = ""  # Δ backend (embedding, entities, nli)
+    delta_aug: Number | None = None  # Δ(original, stain)
+    delta_attack: Number | None = None  # Δ(original, attack)
+    scope_aug: str | None = None  # what Δ_aug compared (diagnosis, ...)
+    scope_attack: str | None = None
+    conditions: tuple[str, ...] = ()  # (augmentation, attack)
+    changes_aug: FindingChanges | None = None
+    changes_attack: FindingChanges | None = None
+    # the stain perturbation's record: factors, transformed, flags, seed (kept as JSON)
+    stain: Mapping[str, Any] | None = None
+    attack: str | None = None  # adversarial prompt name
+    prompt_library: str | None = None  # its library version
+
+    def role(self, condition: str) -> Role:
+        """Which Δ measures ``condition``.
+
+        The first of ``conditions`` is the augmentation, the second the attack; a condition
+        not listed is ``aug`` when it is ``stain``, else ``attack``.
+        """
+        listed = dict(zip(self.conditions, ("aug", "attack"), strict=False))
+        return listed.get(condition) or ("aug" if condition == "stain" else "attack")
+
+    def delta_of(self, role: Role) -> Number | None:
+        """Δ of ``role`` (None when not recorded)."""
+        return self.delta_aug if role == "aug" else self.delta_attack
+
+    def changes_of(self, role: Role) -> FindingChanges | None:
+        """Finding changes of ``role`` (None when not recorded)."""
+        return self.changes_aug if role == "aug" else self.changes_attack
+
+
+# --- hare -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class HareEntityMatch(Record):
+    """An entity of one report and its best counterpart in the other."""
+
+    side: str = ""  # candidate or reference
+    text: str = ""
+    type: str = ""
+    negated: bool | None = None
+    match: str | None = None  # None: the other report has no entity
+    similarity: Number | None = None  # after negation and type masks
+    weight: Number | None = None  # weight in the mean
+
+
+@dataclass(frozen=True, kw_only=True)
+class HareEvidence(ModuleEvidence):
+    """HARE's evidence: entity and relation agreement with the reference report."""
+
+    MODULE: ClassVar[str] = "hare"
+
+    entity_precision: Number | None = None
+    entity_recall: Number | None = None
+    entity_f1: Number | None = None
+    relation_f1: Number | None = None
+    entity_matches: tuple[HareEntityMatch, ...] = ()
+    backend: str = ""  # which HARE models scored it
+
+
+#: Typed evidence record of each module that has one, by module name.
+EVIDENCE_TYPES: Mapping[str, type[ModuleEvidence]] = MappingProxyType(
+    {c.MODULE: c for c in (GroundingEvidence, LogicEvidence, StabilityEvidence, HareEvidence)}
+)
+
+
+def read_evidence(module: str, evidence: Any) -> ModuleEvidence | None:
+    """The typed view of ``module``'s evidence; None for a module without a typed record.
+
+    Raises:
+        EvidenceError: the evidence does not have the record's shape.
+    """
+    kind = EVIDENCE_TYPES.get(module)
+    return None if kind is None else kind.from_dict(evidence)
