@@ -50,7 +50,7 @@ def cards(run_dir: Path) -> dict[tuple[str, str], dict]:
         text = path.read_text(encoding="utf-8").replace(root, "RUN_DIR")
         data = json.loads(text)
         data.pop("timings")
-        out[(data["inputs"]["subject"], data["item_id"])] = data
+        out[(data["subject"], data["item_id"])] = data
     return out
 
 
