@@ -205,7 +205,7 @@ def test_logic_and_gate_read_the_same_file_format(tmp_path: Path) -> None:
     run = tmp_path / "run"
     modules = {m: ModuleScore(name=m, value=0.7) for m in ("grounding", "logic", "stability")}
     ResultsStore(run).write_card(
-        ScoreCard(item_id="a", inputs={"subject": "s", "status": "ok"}, modules=modules)
+        ScoreCard(item_id="a", subject="s", status="ok", modules=modules)
     )
     assert "0 deploy, 1 review" in invoke("gate", run)  # trust 0.7 < the default 0.75
     assert "1 deploy, 0 review" in invoke("gate", run, "--config", f)
