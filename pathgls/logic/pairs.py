@@ -1,0 +1,157 @@
+"""Which sentences of a report Logic compares: scoped pairs from the report graph.
+
+Two sentences are paired when a statement of one and a statement of the other are about the
+same thing in compatible scopes (:meth:`~pathgls.types.Scope.compatible`):
+
+* ``finding<->finding`` — the same finding or its family (lymphovascular invasion, metastasis,
+  necrosis, invasion), the margins, one IHC marker, the grade on one axis, the lymph nodes, or
+  the stage against nodes, metastases and size;
+* ``finding->diagnosis`` — a finding that bears on a diagnosis (it implies malignancy or a
+  grade, the diagnosis depends on it, a grade, a stage, a lymph-node statement);
+* ``diagnosis<->diagnosis`` — a benign and a malignant diagnosis of one tissue, or one
+  diagnosis affirmed and denied;
+* ``check`` / ``within-sentence`` — the sentences of every contradiction a check found (within
+  one sentence for "Grade 1 (poorly differentiated)").
+
+Statements about different tissue (another part, side, organ, lymph-node station) are never
+paired. The pairs are deterministic (check hits first, then report order) and at most
+``max_pairs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from pathgls.logic.config import LogicConfig
+from pathgls.text.analyze import AnalyzedReport
+from pathgls.text.consistency import run_checks
+from pathgls.text.consistency.findings import FAMILY, NEGATABLE
+from pathgls.text.consistency.hits import CheckHit
+from pathgls.text.consistency.statements import (
+    DIAGNOSIS_TYPES,
+    ReportStatements,
+    Statement,
+    report_statements,
+)
+from pathgls.text.consistency.tumour import grade_axis
+from pathgls.types import Scope
+
+_ROOT = {member: root for root, members in FAMILY.items() for member in members}
+_ROOT |= {"macrometastasis": "metastasis", "micrometastasis": "metastasis"}
+_LINKED_TOPICS = frozenset(frozenset({"stage", other}) for other in ("nodes", "size", "metastasis"))
+_BENIGN = frozenset({"benign_neoplasm", "benign_process"})
+
+
+@dataclass(frozen=True)
+class LogicPair:
+    """One premise → hypothesis pair (sentence indices into the parsed report)."""
+
+    premise: int
+    hypothesis: int
+    kind: str  # finding<->finding, finding->diagnosis, diagnosis<->diagnosis, check, ...
+
+
+def topic(s: Statement) -> str | None:
+    """What a finding statement is about, for pairing (None: nothing to compare)."""
+    if s.scope.station is not None and s.type != "anatomical_site":
+        return "nodes"
+    if s.type == "stage":
+        return "stage"
+    if s.type == "size":
+        return "size"
+    if s.type == "margin":
+        return "margin"
+    if s.type == "ihc_marker":
+        return f"marker:{s.concept}"
+    if s.type == "grade":
+        axis = grade_axis(s)
+        return f"grade:{'d' if axis in ('differentiation', 'tier') else axis}" if axis else None
+    if s.type == "metastasis":
+        return "metastasis"
+    if s.type in NEGATABLE and s.type not in DIAGNOSIS_TYPES:
+        if s.attr("group") == "invasion":
+            return "invasion"
+        return _ROOT.get(s.concept, s.concept)
+    return None
+
+
+def _same_tissue(a: Statement, b: Statement) -> bool:
+    return _loose(a.scope).compatible(_loose(b.scope))
+
+
+def _loose(scope: Scope) -> Scope:
+    return dataclasses.replace(scope, lesion=None, quantifier=None)
+
+
+def _bears_on(f: Statement, d: Statement) -> bool:
+    """Whether finding ``f`` says something about diagnosis ``d``."""
+    if f.type in ("grade", "stage") or f.scope.station is not None:
+        return True
+    if f.attrs("implies") & {"malignant", "high_grade", "low_grade"}:
+        return True
+    return bool(f.attrs("group") & d.attrs("depends_on"))
+
+
+def _diagnosis_pair(a: Statement, b: Statement) -> bool:
+    if a.generic or b.generic or not (a.certain and b.certain):
+        return False
+    if a.entity.negated != b.entity.negated:
+        return a.concept == b.concept
+    ba, bb = a.attr("behavior"), b.attr("behavior")
+    return (ba in _BENIGN) != (bb in _BENIGN) and {ba, bb} & {"malignant", "in_situ"} != set()
+
+
+def _candidates(rs: ReportStatements, diagnosis_pairs: bool) -> Iterator[tuple[int, int, str]]:
+    stmts = [s for s in rs.statements if s.certain]
+    findings = [(s, topic(s)) for s in stmts if s.type not in DIAGNOSIS_TYPES]
+    findings = [(s, t) for s, t in findings if t is not None]
+    diagnoses = [s for s in stmts if s.type in DIAGNOSIS_TYPES]
+    for i, (a, ta) in enumerate(findings):
+        for b, tb in findings[i + 1 :]:
+            linked = ta == tb or frozenset({ta, tb}) in _LINKED_TOPICS
+            if a.sentence != b.sentence and linked and _same_tissue(a, b):
+                yield a.sentence, b.sentence, "finding<->finding"
+    for f, _ in findings:
+        for d in diagnoses:
+            if f.sentence != d.sentence and _bears_on(f, d) and _same_tissue(f, d):
+                yield f.sentence, d.sentence, "finding->diagnosis"
+    if diagnosis_pairs:
+        for i, a in enumerate(diagnoses):
+            for b in diagnoses[i + 1 :]:
+                if a.sentence != b.sentence and _diagnosis_pair(a, b) and _same_tissue(a, b):
+                    yield a.sentence, b.sentence, "diagnosis<->diagnosis"
+
+
+def scoped_pairs(
+    rs: ReportStatements,
+    *,
+    hits: Sequence[CheckHit] = (),
+    diagnosis_pairs: bool = True,
+    max_pairs: int = 2000,
+) -> list[LogicPair]:
+    """The scoped sentence pairs of a report (see the module docstring)."""
+    seen: set[tuple[int, int]] = set()
+    pairs: list[LogicPair] = []
+
+    def add(a: int, b: int, kind: str) -> None:
+        key = (min(a, b), max(a, b))
+        if key not in seen and len(pairs) < max_pairs:
+            seen.add(key)
+            pairs.append(LogicPair(key[0], key[1], kind))
+
+    for h in hits:
+        a, b = h.sentences
+        add(a, b, "within-sentence" if a == b else "check")
+    for a, b, kind in _candidates(rs, diagnosis_pairs):
+        add(a, b, kind)
+    return pairs
+
+
+def build_pairs(report: AnalyzedReport, *, config: LogicConfig | None = None) -> list[LogicPair]:
+    """The pairs Logic compares in an analysed report, check hits included."""
+    cfg = config or LogicConfig()
+    rs = report_statements(report)
+    hits = run_checks(rs, weights=cfg.weights) if cfg.checks else []
+    return scoped_pairs(rs, hits=hits, diagnosis_pairs=cfg.diagnosis_pairs, max_pairs=cfg.max_pairs)

@@ -1,0 +1,333 @@
+"""Consistency checks on the tumour: grade, behaviour, where metastases come from, stage.
+
+* grade — two grades of one lesion on one grading axis that cannot both hold ("Grade 1,
+  poorly differentiated"; Gleason 3+3 with Grade Group 4); a clause that describes a mixed
+  tumour ("areas", "component", "focally") states no conflict;
+* benign_vs_malignant — a benign diagnosis where the report also states findings only a
+  malignancy has (invasion, lymphovascular or perineural invasion, nodal metastasis, a TNM
+  stage) and no malignant diagnosis of that tissue explains them;
+* unsupported_metastasis — a metastasis of a tumour type that none of the report's primary
+  malignancies can give ("metastatic melanoma" in the nodes of a breast carcinoma);
+* stage — pN0 with positive nodes, N+ with only negative nodes, M0 with a distant metastasis,
+  and a pT category that the stated tumour size rules out where size alone defines it (breast
+  T1–T3, lung T1–T3 upper limits, kidney T1–T2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from pathgls.text.consistency.findings import node_negative, node_positive
+from pathgls.text.consistency.hits import CheckHit, CheckWeights, hit
+from pathgls.text.consistency.statements import DIAGNOSIS_TYPES, ReportStatements, Statement
+from pathgls.types import Scope
+
+_MIXED = re.compile(
+    r"\b(?:areas?|components?|focal(?:ly)?|foci|focus|mixed|admixed|predominant(?:ly)?"
+    r"|portions?|regions?|parts?|zones?|heterogeneous|varying|ranging|range|transition"
+    r"|dedifferentiat\w*|minor|major)\b",
+    re.I,
+)
+_LEVELS = {
+    "well differentiated": (1, 1),
+    "well to moderately differentiated": (1, 2),
+    "moderately differentiated": (2, 2),
+    "moderately to poorly differentiated": (2, 3),
+    "poorly differentiated": (3, 3),
+    "undifferentiated": (3, 3),
+    "low grade": (1, 2),
+    "intermediate grade": (2, 2),
+    "high grade": (2, 3),
+    "low nuclear grade": (1, 1),
+    "intermediate nuclear grade": (2, 2),
+    "high nuclear grade": (3, 3),
+}
+_FOUR_TIER = frozenset({"fuhrman", "who", "isup", "who/isup"})
+_AXIS_FAMILY = {"differentiation": "d", "tier": "d", "nuclear": "n", "four_tier": "4"}
+
+
+def grade_axis(s: Statement) -> str | None:
+    """The grading axis of a grade statement: differentiation, tier, nuclear, four_tier or
+    gleason (None when it cannot be told)."""
+    if s.attr("gleason_score") or s.attr("grade_group") or s.attr("system") == "gleason":
+        return "gleason"
+    text = s.entity.text.lower()
+    if "nucle" in s.concept or "nucle" in text:
+        return "nuclear"
+    if s.attr("system") in _FOUR_TIER or s.attr("grade_scale") == "4":
+        return "four_tier"
+    if s.concept.endswith("differentiated") or s.concept == "histologic grade":
+        return "differentiation"
+    if s.concept in ("low grade", "intermediate grade", "high grade"):
+        return "tier"
+    return None
+
+
+def grade_levels(s: Statement, axis: str) -> tuple[int, int] | None:
+    """The grade as an interval of levels on its axis (1 low … 3 high; Gleason: grade group)."""
+    if axis == "gleason":
+        gg = s.attr("grade_group")
+        return (int(gg), int(gg)) if gg else None
+    number = s.attr("grade_number")
+    if number and axis != "tier":
+        return int(number), int(number)
+    return _LEVELS.get(s.concept)
+
+
+def _lesion_key(rs: ReportStatements, s: Statement) -> str:
+    """What a grade is said of: an in-situ lesion by name, else the report's malignancy."""
+    lesion = s.scope.lesion
+    behaviours = {d.concept: d.attr("behavior") for d in rs.of_types(*DIAGNOSIS_TYPES) if d.concept}
+    if lesion and behaviours.get(lesion) in ("in_situ", "premalignant", "benign_neoplasm"):
+        return lesion
+    return "main"
+
+
+def _organ(rs: ReportStatements, s: Statement) -> str | None:
+    if s.scope.organ:
+        return s.scope.organ
+    for d in rs.of_types(*DIAGNOSIS_TYPES):
+        if d.concept == s.scope.lesion and d.scope.organ:
+            return d.scope.organ
+    return None
+
+
+def check_grade(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
+    """Two grades of one lesion on one axis whose levels do not overlap."""
+    grades = []
+    for s in rs.of_types("grade"):
+        axis = grade_axis(s)
+        levels = grade_levels(s, axis) if axis else None
+        if s.affirmed and axis and levels and not _MIXED.search(rs.clause_text(s)):
+            grades.append((s, axis, levels, _lesion_key(rs, s), _organ(rs, s)))
+    hits = []
+    for i, (a, ax_a, la, key_a, org_a) in enumerate(grades):
+        for b, ax_b, lb, key_b, org_b in grades[i + 1 :]:
+            family_a = "g" if ax_a == "gleason" else _AXIS_FAMILY[ax_a]
+            family_b = "g" if ax_b == "gleason" else _AXIS_FAMILY[ax_b]
+            if family_a != family_b or key_a != key_b:
+                continue
+            if org_a and org_b and org_a != org_b:
+                continue
+            if a.scope.part != b.scope.part and None not in (a.scope.part, b.scope.part):
+                continue
+            gap = max(la[0], lb[0]) - min(la[1], lb[1])
+            if gap <= 0:
+                continue
+            p = w.grade_opposite if gap >= 2 and family_a != "g" else w.grade_adjacent
+            why = f"'{a.entity.text}' and '{b.entity.text}' grade the same lesion differently"
+            hits.append(hit("grade", p, a, b, why))
+    return hits
+
+
+def _malignant_only(s: Statement) -> bool:
+    """A finding that only a malignancy has (invasion, LVI, PNI, nodal tumour, a TNM stage)."""
+    if not s.affirmed:
+        return False
+    if s.type in ("lymphovascular_invasion", "perineural_invasion"):
+        return True
+    if s.type == "morphology_finding":
+        return s.attr("group") in ("invasion", "extranodal_extension")
+    if s.type == "stage":
+        return bool(s.attr("t") or s.attr("n")) and s.attr("t") not in ("Tis", "T0")
+    return node_positive(s)
+
+
+def _sans_lesion(scope: Scope) -> Scope:
+    return dataclasses.replace(scope, lesion=None, quantifier=None)
+
+
+def check_benign_vs_malignant(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
+    """A benign diagnosis where findings only a malignancy has are stated and no malignant
+    diagnosis of that tissue explains them."""
+    diagnoses = [s for s in rs.of_types(*DIAGNOSIS_TYPES) if s.affirmed]
+    malignant = [s for s in diagnoses if s.attr("behavior") == "malignant"]
+    benign = [s for s in diagnoses if s.attr("behavior") == "benign_neoplasm"]
+    if not malignant:  # a benign process alone is the diagnosis only when nothing is malignant
+        benign += [s for s in diagnoses if s.attr("behavior") == "benign_process"]
+    hits = []
+    for m in (s for s in rs.statements if _malignant_only(s)):
+        scope = _sans_lesion(m.scope)
+        if any(scope.compatible(_sans_lesion(d.scope)) for d in malignant):
+            continue
+        for b in benign:
+            if scope.compatible(_sans_lesion(b.scope)):
+                why = f"benign '{b.entity.text}' but '{m.entity.text}' (only in malignancy)"
+                hits.append(hit("benign_vs_malignant", w.benign_vs_malignant, b, m, why))
+                break
+    return hits
+
+
+_HISTOTYPES = (
+    ("squamous", re.compile(r"squamous|epidermoid")),
+    ("urothelial", re.compile(r"urothelial|transitional")),
+    ("hepatocellular", re.compile(r"hepatocellular|hepatoma")),
+    ("renal", re.compile(r"renal cell|clear cell renal|chromophobe")),
+    ("melanocytic", re.compile(r"melanoma")),
+    ("neuroendocrine", re.compile(r"neuroendocrine|small cell|carcinoid")),
+    ("germ_cell", re.compile(r"seminoma|germ cell|yolk sac|teratoma|choriocarcinoma|embryonal")),
+    ("lymphoid", re.compile(r"lymphoma|leukemia|myeloma")),
+    ("mesenchymal", re.compile(r"sarcoma|stromal tumor")),
+    ("mesothelial", re.compile(r"mesothelioma")),
+    (
+        "glandular",
+        re.compile(
+            r"adenocarcinoma|ductal|lobular|acinar|mucinous|endometrioid|serous|signet"
+            r"|papillary thyroid|follicular carcinoma|cholangio"
+        ),
+    ),
+)
+
+
+def histotype(s: Statement) -> str | None:
+    """The tumour type a diagnosis names (squamous, glandular, urothelial, ...), if any."""
+    for name, pattern in _HISTOTYPES:
+        if pattern.search(s.concept):
+            return name
+    return None
+
+
+def same_tumour_type(a: Statement, b: Statement) -> bool:
+    """Whether two diagnoses can name the same tumour (nothing in their names says otherwise)."""
+    la, lb = a.attr("lineage"), b.attr("lineage")
+    if la and lb and la != lb:
+        return False
+    ha, hb = histotype(a), histotype(b)
+    return ha is None or hb is None or ha == hb
+
+
+def primaries(rs: ReportStatements) -> list[Statement]:
+    """The affirmed, named primary malignancies (in situ included) of the report."""
+    return [
+        s
+        for s in rs.of_types(*DIAGNOSIS_TYPES)
+        if s.affirmed
+        and not s.generic
+        and s.attr("behavior") in ("malignant", "in_situ")
+        and "metastasis" not in s.attrs("depends_on")
+    ]
+
+
+def check_unsupported_metastasis(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
+    """A metastasis of a tumour type that none of the report's primaries can give."""
+    primary = primaries(rs)
+    if not primary:
+        return []
+    hits = []
+    for m in rs.of_types(*DIAGNOSIS_TYPES):
+        if not m.affirmed or "metastasis" not in m.attrs("depends_on"):
+            continue
+        if any(same_tumour_type(m, p) for p in primary):
+            continue
+        names = ", ".join(sorted({p.entity.text for p in primary}))
+        why = f"'{m.entity.text}' but the report diagnoses only {names}"
+        hits.append(hit("unsupported_metastasis", w.unsupported_metastasis, m, primary[0], why))
+    return hits
+
+
+#: Upper size limit (mm) of pT categories that size alone defines, and lower limits where size
+#: is the only way to reach the category (organ → T → (above, at most)).
+_T_BY_SIZE = {
+    "breast": {"T1": (0, 20), "T2": (20, 50), "T3": (50, None)},
+    "lung": {"T1": (None, 30), "T2": (None, 50), "T3": (None, 70)},
+    "kidney": {"T1": (None, 70), "T2": (70, None)},
+}
+_NOT_TUMOUR_SIZE = re.compile(
+    r"\b(?:specimen|lobectomy|mastectomy|resection|excision|depth|thick|thickness|from|"
+    r"distance|margin|node|nodes|metasta\w*|wall|measur\w+\s+\d[^,;]*\bx\b[^,;]*\bx\b.*specimen)",
+    re.I,
+)
+_TUMOUR_WORDS = re.compile(
+    r"\b(?:tumou?r|mass|carcinoma|nodule|lesion|neoplasm|focus|foci)\b", re.I
+)
+
+
+def _tumour_sizes(rs: ReportStatements) -> list[Statement]:
+    out = []
+    for s in rs.of_types("size"):
+        clause = rs.clause_text(s)
+        if s.scope.station is not None or s.scope.locus is not None:
+            continue
+        if _NOT_TUMOUR_SIZE.search(clause):
+            continue
+        near_dx = any(
+            d.clause == s.clause and d.affirmed and d.attr("behavior") == "malignant"
+            for d in rs.of_types(*DIAGNOSIS_TYPES)
+        )
+        if near_dx or _TUMOUR_WORDS.search(clause):
+            out.append(s)
+    return out
+
+
+def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
+    """The report's TNM stage against its own nodes, metastases and tumour size."""
+    stages = [s for s in rs.of_types("stage") if s.affirmed]
+    if not stages:
+        return []
+    primary = primaries(rs)
+    nodal = [s for s in rs.statements if s.scope.station is not None]
+    positives = [s for s in nodal if node_positive(s)]
+    negatives = [s for s in nodal if node_negative(s) and s.scope.quantifier != "partial"]
+    sizes = _tumour_sizes(rs)
+    hits = []
+    for t in stages:
+        organ = t.scope.organ or next((p.scope.organ for p in primary if p.scope.organ), None)
+        own = (
+            [p for p in primary if p.scope.organ == organ]
+            or [p for p in primary if p.scope.organ is None]
+            or primary
+        )
+
+        def relevant(node: Statement, own: list[Statement] = own) -> bool:
+            named = [
+                d
+                for d in rs.of_types(*DIAGNOSIS_TYPES)
+                if d.clause == node.clause and not d.generic and d.affirmed
+            ]
+            return not named or not own or any(same_tumour_type(d, p) for d in named for p in own)
+
+        n = t.attr("n")
+        if n.startswith("N0"):
+            for p in positives:
+                if relevant(p) and t.scope.part in (None, p.scope.part):
+                    why = f"stage {n} but tumour in nodes ('{p.entity.text}')"
+                    hits.append(hit("stage", w.stage_nodes, t, p, why))
+                    break
+        elif n[:2] in ("N1", "N2", "N3") and negatives and not positives:
+            neg = negatives[0]
+            why = f"stage {n} but the nodes are negative ('{neg.entity.text}')"
+            hits.append(hit("stage", w.stage_nodes, t, neg, why))
+        hits += _stage_metastasis(rs, t, w)
+        hits += _stage_size(t, organ, sizes, w)
+    return hits
+
+
+def _stage_metastasis(rs: ReportStatements, t: Statement, w: CheckWeights) -> list[CheckHit]:
+    m = t.attr("m")
+    for s in rs.of_types("metastasis"):
+        if s.concept != "distant metastasis" or not s.certain:
+            continue
+        if m == "M0" and s.affirmed:
+            why = f"stage M0 but '{s.entity.text}'"
+            return [hit("stage", w.stage_metastasis, t, s, why)]
+        if m.startswith("M1") and s.denied:
+            why = f"stage {m} but '{s.entity.text}'"
+            return [hit("stage", w.stage_metastasis, t, s, why)]
+    return []
+
+
+def _stage_size(
+    t: Statement, organ: str | None, sizes: list[Statement], w: CheckWeights
+) -> list[CheckHit]:
+    table = _T_BY_SIZE.get(organ or "")
+    category = re.match(r"T[1-4]", t.attr("t"))
+    if table is None or category is None or category.group() not in table or not sizes:
+        return []
+    low, high = table[category.group()]
+    largest = max(sizes, key=lambda s: float(s.attr("value_mm") or 0))
+    mm = float(largest.attr("value_mm") or 0)
+    if (high is not None and mm > high) or (low is not None and mm <= low):
+        why = f"{t.attr('t')} of the {organ} but a tumour of {mm:g} mm ('{largest.entity.text}')"
+        return [hit("stage", w.stage_size, t, largest, why)]
+    return []
