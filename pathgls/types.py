@@ -87,10 +87,12 @@ class Scope:
 
     def compatible(self, other: Scope) -> bool:
         """Whether both can be about the same tissue (no field says otherwise)."""
-        for name in ("part", "organ", "locus", "lesion"):
+        for name in ("part", "organ", "locus"):
             a, b = getattr(self, name), getattr(other, name)
-            if a is not None and b is not None and a != b:
+            if a is not None and b is not None and not _overlap(a, b):
                 return False
+        if not _same_lesion(self.lesion, other.lesion):
+            return False
         if not _sides_meet(self.side, other.side):
             return False
         return _station_covers(self.station, other.station) or _station_covers(
@@ -101,19 +103,18 @@ class Scope:
         """Whether a negation scoped ``self`` denies what a statement scoped ``other`` affirms.
 
         The negation must be at least as general as the statement: a negation about part of a
-        set ("the remaining nodes") covers nothing; one about the margins, a lymph-node station
-        or one side covers only statements about the same.
+        set ("the remaining nodes") covers nothing; one about an organ, a structure ("the
+        margins", "the nipple"), a lymph-node station or one side covers only statements
+        known to be about the same.
         """
         if self.quantifier == "partial":
             return False
-        for name in ("part", "locus"):
-            mine = getattr(self, name)
-            if mine is not None and mine != getattr(other, name):
-                return False
-        for name in ("organ", "lesion"):
+        for name in ("part", "organ", "locus"):
             mine, theirs = getattr(self, name), getattr(other, name)
-            if mine is not None and theirs is not None and mine != theirs:
+            if mine is not None and (theirs is None or not _within(theirs, mine)):
                 return False
+        if not _same_lesion(self.lesion, other.lesion):
+            return False
         if self.side not in (None, "bilateral") and self.side != other.side:
             return False
         if self.station is not None and other.station is None:
@@ -131,6 +132,25 @@ class Scope:
     def to_dict(self) -> dict[str, str]:
         """The fields that are set."""
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def _same_lesion(a: str | None, b: str | None) -> bool:
+    """Whether two named lesions can be one: one name says less than the other ("invasive
+    carcinoma" and "invasive ductal carcinoma"), not something else ("mucinous carcinoma")."""
+    if a is None or b is None or a == b:
+        return True
+    wa, wb = set(a.split()), set(b.split())
+    return wa <= wb or wb <= wa
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two values ("ovary|fallopian tube" for several) share one."""
+    return bool(set(a.split("|")) & set(b.split("|")))
+
+
+def _within(value: str, allowed: str) -> bool:
+    """Whether every one of ``value``'s alternatives is among ``allowed``'s."""
+    return set(value.split("|")) <= set(allowed.split("|"))
 
 
 def _sides_meet(a: str | None, b: str | None) -> bool:

@@ -60,10 +60,9 @@ _CLAUSE_JOINT = re.compile(
 )
 _PARTIAL = re.compile(
     r"\b(?:remaining|remainder|rest\s+of|other|additional|further|most|some|several|many|few"
-    r"|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,3})\s+(?:of\s+)?"
-    r"(?:the\s+)?(?:\w+\s+){0,4}?(?:lymph\s+)?(?:nodes?|margins?|sites?|foci|specimens?|parts?"
-    r"|sections?|samples?|biopsies|cores?|tissues?)\b"
-    r"|\b(?:remaining|remainder|rest\s+of|additional|residual)\b",
+    r"|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,3})\s+(?:of\s+)?(?:the\s+)?"
+    r"(?:\w+\s+){0,4}?(?:lymph\s+)?(?:nodes?|margins?)\b"
+    r"|\b(?:remaining|remainder|rest\s+of|additional|residual|other)\b",
     re.I,
 )
 _ALL = re.compile(
@@ -74,7 +73,21 @@ _ALL = re.compile(
 _LEVEL = re.compile(r"\blevels?\s+(?P<level>\d{1,2}[a-c]?|[IVX]{1,4}[ab]?)\b", re.I)
 _NON_SENTINEL = re.compile(r"\bnon-?\s*$", re.I)
 _BOTH_SIDES = re.compile(r"\b(?:right\s+and\s+left|left\s+and\s+right|bilateral|both)\b", re.I)
-_SIDE = re.compile(r"\b(left|right)\b", re.I)
+_SIDE = re.compile(r"\b(left|right|contralateral)\b", re.I)
+#: Procedures that name their organ ("Contralateral prophylactic mastectomy:").
+_PROCEDURE_ORGANS = (
+    (re.compile(r"mastectomy|lumpectomy|mammoplasty|quadrantectomy", re.I), "breast"),
+    (re.compile(r"hysterectomy", re.I), "uterus"),
+    (re.compile(r"nephrectomy", re.I), "kidney"),
+    (re.compile(r"prostatectomy", re.I), "prostate"),
+    (re.compile(r"lobectomy|pneumonectomy|segmentectomy", re.I), "lung"),
+    (re.compile(r"colectomy", re.I), "colon"),
+    (re.compile(r"cystectomy", re.I), "urinary bladder"),
+    (re.compile(r"gastrectomy", re.I), "stomach"),
+    (re.compile(r"thyroidectomy", re.I), "thyroid"),
+    (re.compile(r"oophorectomy", re.I), "ovary"),
+    (re.compile(r"cholecystectomy", re.I), "gallbladder"),
+)
 #: A site followed by one of these names a procedure ("vaginal hysterectomy"), not a place.
 _PROCEDURE_AFTER = re.compile(
     r"\s*(?:[\w-]+ectomy|[\w-]+otomy|biops(?:y|ies)|resection|excision|dissection|specimen"
@@ -82,7 +95,7 @@ _PROCEDURE_AFTER = re.compile(
     re.I,
 )
 _MARGIN_WORDS = re.compile(r"\b(?:margins?|resection\s+lines?|inked\s+surfaces?)\b", re.I)
-_LABEL_END = re.compile(r"^(?P<label>[^:.;]{2,80}?):(?:\s|$)")
+_LABEL_END = re.compile(r"(?P<label>[^:.;\n]{2,80}?):(?:\s|$)")
 _LABEL_SITES_ONLY = frozenset({"anatomical_site"})
 #: Entity types a site label may contain besides sites (procedures are not in the lexicon).
 _LABEL_ALLOWED = frozenset({"anatomical_site", "size", "diagnosis_descriptor"})
@@ -157,8 +170,11 @@ def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
         own = _site_label(text, sent.start, sent.end, [entities[i] for i in members])
         if own is not None:
             header = own
-            # A label alone on its line ("Left breast, lumpectomy:") heads what follows.
+            # A label alone on its line ("Left breast, lumpectomy:") heads what follows; one
+            # with text after it heads the rest of its block.
             header_sticky = not text[sent.start : sent.end].split(":", 1)[1].strip()
+        elif not header_sticky and _leads_with_site(sent.start, [entities[i] for i in members]):
+            header = Scope()  # "Breast left, excision showed ...": a new subject ends the label
         base = Scope(part=part, organ=header.organ, side=header.side, station=header.station)
         out.sentence_scopes.append(base)
         for i in members:
@@ -169,22 +185,28 @@ def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
     return out
 
 
+def _leads_with_site(start: int, members: list[Entity]) -> bool:
+    """Whether a sentence opens with a place of its own (within its first words)."""
+    return any(e.type == "anatomical_site" and e.start - start <= 30 for e in members)
+
+
 def _site_label(text: str, start: int, end: int, members: list[Entity]) -> Scope | None:
     """The scope a leading ``Site, procedure:`` label of a sentence sets, if it has one."""
     m = _LABEL_END.match(text, start, end)
     if m is None:
         return None
-    label_end = start + m.end("label")
+    label_end = m.end("label")
     inside = [e for e in members if e.end <= label_end]
-    if not inside or any(e.type not in _LABEL_ALLOWED for e in inside):
+    if any(e.type not in _LABEL_ALLOWED for e in inside):
         return None
+    label = text[start:label_end]
     sites = [e for e in inside if e.type in _LABEL_SITES_ONLY]
-    if not sites:
-        return None
+    side = _side(label)
+    if not sites:  # "Contralateral prophylactic mastectomy:" names organ and side by procedure
+        organ = next((o for p, o in _PROCEDURE_ORGANS if p.search(label)), None)
+        return Scope(organ=organ, side=side) if organ else None
     organs = {o for o in (organ_of(e) for e in sites) if o}
     nodes = [e for e in sites if is_node_site(e)]
-    label = text[start:label_end]
-    side = _side(label)
     if nodes:
         side = nodes[0].attributes.get("laterality") or side
         return Scope(station=_station(text, nodes[0], start, label_end), side=side)
@@ -269,6 +291,8 @@ def _site_side(text: str, site: Entity) -> str | None:
     before = text[max(0, site.start - 25) : site.start]
     if _BOTH_SIDES.search(before + text[site.start : site.end]):
         return "bilateral"
+    if re.search(r"\bcontralateral\s+(?:\w+\s+)?$", before, re.I):
+        return "contralateral"
     return site.attributes.get("laterality")
 
 
@@ -307,10 +331,16 @@ def _entity_scope(
         locus = structure
     elif organ_sites and not nodal:
         site = _nearest(e, organ_sites, text)
-        roots = {organ_of(x) for x in organ_sites}
-        if len(roots) == 1 or abs(site.start - e.start) <= 25:
+        roots = sorted({r for r in (organ_of(x) for x in organ_sites) if r})
+        if e.negated and len(roots) > 1:
+            organ = "|".join(roots)  # "ovaries and fallopian tubes are negative": each of them
+            side = _site_side(text, site) or base.side
+        elif len(roots) == 1 or abs(site.start - e.start) <= 25:
             organ = organ_of(site)
             side = _site_side(text, site) or base.side
+        parts = [x for x in organ_sites if x.attributes.get("part_of")]
+        if e.negated and parts:
+            locus = "|".join(sorted({x.concept for x in parts}))  # "the nipple is free of ..."
     if organ is None and e.attributes.get("site") and not nodal and not invasion:
         organ = _ORGAN_OF.get(e.attributes["site"], e.attributes["site"])
     if nodal:

@@ -50,9 +50,22 @@ def _is_metastatic_diagnosis(s: Statement) -> bool:
     return s.type == "pathological_diagnosis" and "metastasis" in s.attrs("depends_on")
 
 
+def _invasion(s: Statement) -> bool:
+    return s.attr("group") == "invasion" and s.type in (
+        "morphology_finding",
+        "diagnosis_descriptor",
+    )
+
+
 def _denies(n: Statement, a: Statement) -> tuple[bool, bool]:
     """Whether denial ``n`` denies what ``a`` affirms, and whether only in general terms."""
     cn, ca = n.concept, a.concept
+    if _invasion(n) and _invasion(a):
+        # invasion is compared by the structure invaded: "no visceral pleural invasion" denies
+        # "tumour cells penetrate the visceral pleura"; "no invasion" denies every invasion
+        if n.scope.locus is None:
+            return cn in GENERAL_INVASION, cn != ca
+        return n.scope.locus == a.scope.locus, cn != ca
     if cn == ca:
         return True, False
     if ca in FAMILY.get(cn, ()):
@@ -85,7 +98,20 @@ def check_polarity(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
 
 
 def _invasive(s: Statement) -> bool:
-    return s.attr("invasive") == "yes" or s.attr("group") == "invasion"
+    """A statement of invasion: an invasive lesion, an invasion, or what only invasion gives."""
+    return s.attr("invasive") == "yes" or s.attr("group") in ("invasion", "lvi", "pni")
+
+
+def _modifies_affirmed_diagnosis(rs: ReportStatements, s: Statement) -> bool:
+    """A denied descriptor right before an affirmed diagnosis ("negative for X) and invasive
+    Y carcinoma"): ConText reached too far, the descriptor belongs to an affirmed lesion."""
+    return any(
+        d.type == "pathological_diagnosis"
+        and d.affirmed
+        and 0 <= d.entity.start - s.entity.end <= 40
+        and not rs.text[s.entity.end : d.entity.start].strip(" -,").count(" ") > 4
+        for d in rs.statements
+    )
 
 
 def check_in_situ_vs_invasive(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
@@ -96,6 +122,7 @@ def check_in_situ_vs_invasive(rs: ReportStatements, w: CheckWeights) -> list[Che
         for s in rs.statements
         if s.denied
         and s.scope.locus is None
+        and not (s.type == "diagnosis_descriptor" and _modifies_affirmed_diagnosis(rs, s))
         and (
             s.concept in GENERAL_INVASION
             or (s.type == "pathological_diagnosis" and s.attr("invasive") == "yes")
