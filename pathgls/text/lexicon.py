@@ -141,6 +141,8 @@ ATTRIBUTE_VALUES: Mapping[str, tuple[str, ...] | None] = MappingProxyType(
         "positive": None,
         "total": None,
         "derive": DERIVATIONS,
+        # "state=normal": the diagnosis describes a tissue as normal or reactive, not a lesion
+        "state": ("normal",),
     }
 )
 #: Keys whose value may list several allowed values, comma-separated.

@@ -69,11 +69,12 @@ from pathgls.types import Entity
 
 #: Pathology ConText rules shipped with pathgls (medspaCy ConTextRule JSON).
 DEFAULT_CONTEXT_RULES = DEFAULT_LEXICON_DIR / "context_rules.json"
-#: medspaCy default rules left out: in pathology "X was negative" reports a stain result, and
-#: "evaluate for" / "to exclude" say what was looked for (re-added as HYPOTHETICAL).
+#: medspaCy default rules left out: in pathology "X was negative" reports a stain result,
+#: "evaluate for" / "to exclude" say what was looked for (re-added as HYPOTHETICAL), and ": no"
+#: reads "Bladder: no invasive carcinoma" as denying the bladder (re-added for "LVI: no.").
 DROPPED_DEFAULT_CONTEXT_RULES = frozenset(
     {"was negative", "negative on", "has been negative", "evaluate for", "test for"}
-    | {"checked for", "to exclude", "any other", "return", "ro"}
+    | {"checked for", "to exclude", "any other", "return", "ro", ": no"}
 )
 #: Types whose ConText negation is kept as ``negated``.
 NEGATABLE_TYPES = frozenset(

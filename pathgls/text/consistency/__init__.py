@@ -24,6 +24,7 @@ from pathgls.text.consistency.findings import (
 from pathgls.text.consistency.hits import Check, CheckHit, CheckWeights
 from pathgls.text.consistency.statements import ReportStatements
 from pathgls.text.consistency.tumour import (
+    check_benign_diagnosis,
     check_benign_vs_malignant,
     check_grade,
     check_stage,
@@ -40,6 +41,7 @@ CHECKS: MappingProxyType[str, Check] = MappingProxyType(
         "marker_result": check_marker_results,
         "grade": check_grade,
         "benign_vs_malignant": check_benign_vs_malignant,
+        "benign_diagnosis": check_benign_diagnosis,
         "unsupported_metastasis": check_unsupported_metastasis,
         "stage": check_stage,
     }

@@ -24,6 +24,8 @@ class CheckWeights:
     grade_opposite: float = 0.9  # grades two levels apart (well vs poorly differentiated)
     grade_adjacent: float = 0.75  # grades one level apart, or Gleason vs grade group
     benign_vs_malignant: float = 0.9
+    benign_diagnosis: float = 0.85  # a benign diagnosis given as the diagnosis of a malignancy
+    benign_same_kind: float = 0.75  # a benign tumour of the kind of the diagnosed malignancy
     unsupported_metastasis: float = 0.85
     stage_nodes: float = 0.9  # pN0 with positive nodes, N+ with only negative nodes
     stage_metastasis: float = 0.85  # M0 with distant metastasis and the reverse

@@ -64,8 +64,14 @@ def grade_axis(s: Statement) -> str | None:
     return None
 
 
+_TIER_EXACT = {"low grade": (1, 1), "intermediate grade": (2, 2), "high grade": (3, 3)}
+
+
 def grade_levels(s: Statement, axis: str) -> tuple[int, int] | None:
-    """The grade as an interval of levels on its axis (1 low … 3 high; Gleason: grade group)."""
+    """The grade as an interval of levels on its axis (1 low … 3 high; Gleason: grade group).
+
+    A two-tier word ("high grade") spans two of the three levels of a differentiation scale;
+    against another tier word it is exact (:data:`_TIER_EXACT`)."""
     if axis == "gleason":
         gg = s.attr("grade_group")
         return (int(gg), int(gg)) if gg else None
@@ -112,6 +118,8 @@ def check_grade(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
                 continue
             if a.scope.part != b.scope.part and None not in (a.scope.part, b.scope.part):
                 continue
+            if ax_a == ax_b == "tier":
+                la, lb = _TIER_EXACT[a.concept], _TIER_EXACT[b.concept]
             gap = max(la[0], lb[0]) - min(la[1], lb[1])
             if gap <= 0:
                 continue
@@ -131,7 +139,18 @@ def _malignant_only(s: Statement) -> bool:
         return s.attr("group") in ("invasion", "extranodal_extension")
     if s.type == "stage":
         return bool(s.attr("t") or s.attr("n")) and s.attr("t") not in ("Tis", "T0")
+    if s.type == "grade":
+        return grade_axis(s) == "gleason"  # Gleason grades carcinoma only
     return node_positive(s)
+
+
+def _malignant_descriptor(s: Statement) -> bool:
+    """ "invasive" / "metastatic" said of a lesion."""
+    return (
+        s.type == "diagnosis_descriptor"
+        and s.affirmed
+        and (s.attr("invasive") == "yes" or s.attr("group") == "metastasis")
+    )
 
 
 def _sans_lesion(scope: Scope) -> Scope:
@@ -140,13 +159,19 @@ def _sans_lesion(scope: Scope) -> Scope:
 
 def check_benign_vs_malignant(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     """A benign diagnosis where findings only a malignancy has are stated and no malignant
-    diagnosis of that tissue explains them."""
+    diagnosis of that tissue explains them, or where they are said of the benign lesion itself
+    ("invasive squamous papilloma")."""
     diagnoses = [s for s in rs.of_types(*DIAGNOSIS_TYPES) if s.affirmed]
     malignant = [s for s in diagnoses if s.attr("behavior") == "malignant"]
     benign = [s for s in diagnoses if s.attr("behavior") == "benign_neoplasm"]
     if not malignant:  # a benign process alone is the diagnosis only when nothing is malignant
         benign += [s for s in diagnoses if s.attr("behavior") == "benign_process"]
     hits = []
+    for b in benign:
+        for d in rs.statements:
+            if _malignant_descriptor(d) and d.scope.lesion == b.concept and d.clause == b.clause:
+                why = f"'{d.entity.text}' said of benign '{b.entity.text}'"
+                hits.append(hit("benign_vs_malignant", w.benign_vs_malignant, b, d, why))
     for m in (s for s in rs.statements if _malignant_only(s)):
         scope = _sans_lesion(m.scope)
         if any(scope.compatible(_sans_lesion(d.scope)) for d in malignant):
@@ -157,6 +182,77 @@ def check_benign_vs_malignant(rs: ReportStatements, w: CheckWeights) -> list[Che
                 hits.append(hit("benign_vs_malignant", w.benign_vs_malignant, b, m, why))
                 break
     return hits
+
+
+_FRAME = re.compile(
+    r"\b(?:diagnos\w*|consistent\s+with|compatible\s+with|in\s+keeping\s+with|represents?"
+    r"|confirm\w*)\b[^.;]{0,40}$",
+    re.I,
+)
+_DEFINITE_LESION = re.compile(
+    r"\bthe\s+(?:[\w.]+\s+){0,3}?(?:tumou?r|mass|lesion|nodule|neoplasm)(?:\s+itself)?\s+"
+    r"(?:is|was|represents|proved|proves)\b[^.;]{0,30}$",
+    re.I,
+)
+_COEXIST = re.compile(
+    r"\b(?:also|additional(?:ly)?|incidental(?:ly)?|separate(?:ly)?|background|adjacent"
+    r"|in\s+addition|coexist\w*|concomitant|associated|arising|another|second|other)\b",
+    re.I,
+)
+_NOT_MALIGNANT = ("benign_neoplasm", "benign_process", "premalignant")
+
+
+def check_benign_diagnosis(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
+    """The lesion called benign while the report diagnoses it as a malignancy: the tumour
+    itself named benign ("the mass itself is a fibroadenoma", "the lesion is benign"), a
+    benign or premalignant diagnosis given as *the* diagnosis ("diagnosed as", "consistent
+    with"), or a benign tumour of the very kind the malignancy is (a lipoma where a
+    liposarcoma is diagnosed) without a word that they coexist."""
+    primary = primaries(rs)
+    malignant = [p for p in primary if p.attr("behavior") == "malignant"]
+    if not malignant:
+        return []
+    hits = []
+    candidates = [
+        s
+        for s in rs.statements
+        if s.affirmed
+        and s.attr("behavior") in _NOT_MALIGNANT
+        and s.type in (*DIAGNOSIS_TYPES, "diagnosis_descriptor")
+        and s.scope.quantifier != "partial"
+        and s.attr("state") != "normal"  # "benign ureter", "proliferative endometrium": tissue
+    ]
+    for b in candidates:
+        if any(m.clause == b.clause for m in malignant) or _COEXIST.search(rs.clause_text(b)):
+            continue
+        before = rs.text[b.clause[0] : b.entity.start]
+        same_kind = [
+            m
+            for m in malignant
+            if b.attr("behavior") == "benign_neoplasm"
+            and b.attr("lineage")
+            and b.attr("lineage") == m.attr("lineage")
+            and same_tumour_type(b, m)
+        ]
+        if _DEFINITE_LESION.search(before):
+            reason, p, pool = "the tumour itself is called", w.benign_vs_malignant, malignant
+        elif b.type in DIAGNOSIS_TYPES and _FRAME.search(before):
+            reason, p, pool = "the diagnosis is given as", w.benign_diagnosis, malignant
+        elif same_kind:
+            reason, p, pool = "a benign tumour of the same kind:", w.benign_same_kind, same_kind
+        else:
+            continue
+        for m in pool:
+            if _organs_meet(rs, b, m) and b.scope.part in (None, m.scope.part):
+                why = f"{reason} '{b.entity.text}' but '{m.entity.text}' is diagnosed"
+                hits.append(hit("benign_vs_malignant", p, b, m, why))
+                break
+    return hits
+
+
+def _organs_meet(rs: ReportStatements, a: Statement, b: Statement) -> bool:
+    oa, ob = _organ(rs, a), _organ(rs, b)
+    return oa is None or ob is None or bool(set(oa.split("|")) & set(ob.split("|")))
 
 
 _HISTOTYPES = (
