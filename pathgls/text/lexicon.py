@@ -140,6 +140,8 @@ ATTRIBUTE_VALUES: Mapping[str, tuple[str, ...] | None] = MappingProxyType(
         "part_of": None,
         "positive": None,
         "total": None,
+        "n_positive": None,
+        "n_total": None,
         "derive": DERIVATIONS,
         # "state=normal": the diagnosis describes a tissue as normal or reactive, not a lesion
         "state": ("normal",),

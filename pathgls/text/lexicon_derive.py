@@ -102,8 +102,14 @@ def _derive_grade_number(g: dict[str, str], _: str) -> dict[str, str] | None:
     return out | ({"system": system} if system else {})
 
 
+_TNM_COUNT = re.compile(r"\((?P<pos>\d{1,2})\s*/\s*(?P<tot>\d{1,2})\)")
+
+
 def _derive_tnm(_: dict[str, str], text: str) -> dict[str, str]:
     out: dict[str, str] = {}
+    count = _TNM_COUNT.search(text)  # "pN1 (2/14)": the node count that gave the category
+    if count:
+        out |= {"n_positive": count.group("pos"), "n_total": count.group("tot")}
     for m in _TNM_PART.finditer(text):
         if m.group("t"):
             out["t"] = "T" + m.group("t").upper().replace("IS", "is") + (m.group("tsub") or "")

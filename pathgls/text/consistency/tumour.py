@@ -322,38 +322,62 @@ def check_unsupported_metastasis(rs: ReportStatements, w: CheckWeights) -> list[
     return hits
 
 
-#: Upper size limit (mm) of pT categories that size alone defines, and lower limits where size
-#: is the only way to reach the category (organ → T → (above, at most)).
+#: pT categories that size alone decides, as (above, at most) in mm, in both AJCC 7th and 8th
+#: editions: breast T1–T3; lung T1 and the upper limit of T2 (7th: T2 ≤ 7 cm); kidney T1–T2.
 _T_BY_SIZE = {
     "breast": {"T1": (0, 20), "T2": (20, 50), "T3": (50, None)},
-    "lung": {"T1": (None, 30), "T2": (None, 50), "T3": (None, 70)},
+    "lung": {"T1": (None, 30), "T2": (None, 70)},
     "kidney": {"T1": (None, 70), "T2": (70, None)},
 }
-_NOT_TUMOUR_SIZE = re.compile(
-    r"\b(?:specimen|lobectomy|mastectomy|resection|excision|depth|thick|thickness|from|"
-    r"distance|margin|node|nodes|metasta\w*|wall|measur\w+\s+\d[^,;]*\bx\b[^,;]*\bx\b.*specimen)",
-    re.I,
+#: Words that make a size something other than the tumour's (a specimen, a depth, a distance).
+_SPECIMEN_BEFORE = re.compile(
+    r"\b(?:specimen|lobectomy|mastectomy|resection|excision|wall|fragment|node|nodes)\b", re.I
 )
+_NOT_TUMOUR_NEAR = re.compile(r"\b(?:depth|deep|thick|thickness|from|distance|margin|away)\b", re.I)
 _TUMOUR_WORDS = re.compile(
     r"\b(?:tumou?r|mass|carcinoma|nodule|lesion|neoplasm|focus|foci)\b", re.I
 )
 
 
 def _tumour_sizes(rs: ReportStatements) -> list[Statement]:
+    """Sizes said of the tumour: next to a tumour word or a malignant diagnosis, not of a
+    specimen ("lobectomy specimen measures ..."), a depth, a distance or a node."""
     out = []
+    malignant = [
+        d for d in rs.of_types(*DIAGNOSIS_TYPES) if d.affirmed and d.attr("behavior") == "malignant"
+    ]
     for s in rs.of_types("size"):
-        clause = rs.clause_text(s)
         if s.scope.station is not None or s.scope.locus is not None:
             continue
-        if _NOT_TUMOUR_SIZE.search(clause):
+        lo = max(s.clause[0], s.entity.start - 60)
+        before = rs.text[lo : s.entity.start]
+        around = rs.text[
+            max(s.clause[0], s.entity.start - 25) : min(s.clause[1], s.entity.end + 25)
+        ]
+        if _NOT_TUMOUR_NEAR.search(around):
             continue
-        near_dx = any(
-            d.clause == s.clause and d.affirmed and d.attr("behavior") == "malignant"
-            for d in rs.of_types(*DIAGNOSIS_TYPES)
-        )
-        if near_dx or _TUMOUR_WORDS.search(clause):
+        specimen = [m.end() for m in _SPECIMEN_BEFORE.finditer(before)]
+        tumour = [m.end() for m in _TUMOUR_WORDS.finditer(before)]
+        tumour += [d.entity.end - lo for d in malignant if lo <= d.entity.end <= s.entity.start]
+        if tumour and (not specimen or max(tumour) > max(specimen)):
             out.append(s)
     return out
+
+
+def report_organ(rs: ReportStatements) -> str | None:
+    """The organ the report is about: its first malignancy's, else its first diagnosis'."""
+    ranked = sorted(
+        (d for d in rs.of_types(*DIAGNOSIS_TYPES) if d.affirmed and d.scope.organ),
+        key=lambda d: (d.attr("behavior") != "malignant", d.entity.start),
+    )
+    return ranked[0].scope.organ if ranked else None
+
+
+_CONFINED = re.compile(
+    r"\b(?:confined\s+to|limited\s+to)\s+the\s+(?P<organ>prostate|kidney|gland|organ)\b", re.I
+)
+#: T categories that a tumour "confined to" its organ cannot have.
+_BEYOND_ORGAN = {"prostate": ("T3", "T4"), "kidney": ("T3", "T4")}
 
 
 def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
@@ -368,7 +392,7 @@ def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     sizes = _tumour_sizes(rs)
     hits = []
     for t in stages:
-        organ = t.scope.organ or next((p.scope.organ for p in primary if p.scope.organ), None)
+        organ = t.scope.organ or report_organ(rs)
         own = (
             [p for p in primary if p.scope.organ == organ]
             or [p for p in primary if p.scope.organ is None]
@@ -379,13 +403,20 @@ def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
             named = [
                 d
                 for d in rs.of_types(*DIAGNOSIS_TYPES)
-                if d.clause == node.clause and not d.generic and d.affirmed
+                if d.sentence == node.sentence and not d.generic and d.affirmed
             ]
             return not named or not own or any(same_tumour_type(d, p) for d in named for p in own)
 
         n = t.attr("n")
         if n.startswith("N0"):
-            for p in positives:
+            # positive nodes another stage of the report accounts for (two primaries) are not
+            # this stage's
+            other_n_plus = [
+                o
+                for o in stages
+                if o.attr("n")[:2] in ("N1", "N2", "N3") and o.scope.organ != t.scope.organ
+            ]
+            for p in positives if not other_n_plus else ():
                 if relevant(p) and t.scope.part in (None, p.scope.part):
                     why = f"stage {n} but tumour in nodes ('{p.entity.text}')"
                     hits.append(hit("stage", w.stage_nodes, t, p, why))
@@ -394,8 +425,74 @@ def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
             neg = negatives[0]
             why = f"stage {n} but the nodes are negative ('{neg.entity.text}')"
             hits.append(hit("stage", w.stage_nodes, t, neg, why))
+        hits += _stage_pair(rs, t, stages, len(primary), w)
+        hits += _stage_self(t, w)
+        hits += _stage_invasion(rs, t, w)
+        hits += _stage_confined(rs, t, organ, w)
         hits += _stage_metastasis(rs, t, w)
         hits += _stage_size(t, organ, sizes, w)
+    return hits
+
+
+def _stage_self(t: Statement, w: CheckWeights) -> list[CheckHit]:
+    """A stage that contradicts its own node count ("pSN1 (0/2)", "pN0 (2/14)")."""
+    n, k = t.attr("n"), t.attr("n_positive")
+    if not n or not k:
+        return []
+    if (n.startswith("N0") and int(k) > 0) or (n[:2] in ("N1", "N2", "N3") and int(k) == 0):
+        why = f"stage {n} with {k} of {t.attr('n_total')} nodes positive"
+        return [hit("stage", w.stage_nodes, t, t, why)]
+    return []
+
+
+def _stage_invasion(rs: ReportStatements, t: Statement, w: CheckWeights) -> list[CheckHit]:
+    """pTis (in situ) while invasion is stated."""
+    if t.attr("t") != "Tis":
+        return []
+    for s in rs.statements:
+        invasive = s.attr("invasive") == "yes" or s.attr("group") in ("invasion", "lvi")
+        if s.affirmed and invasive and t.scope.compatible(s.scope):
+            why = f"stage pTis (in situ) but '{s.entity.text}'"
+            return [hit("stage", w.stage_nodes, t, s, why)]
+    return []
+
+
+def _stage_confined(
+    rs: ReportStatements, t: Statement, organ: str | None, w: CheckWeights
+) -> list[CheckHit]:
+    """pT3/pT4 of the prostate or kidney while the tumour is "confined to" the organ."""
+    category = t.attr("t")[:2]
+    for m in _CONFINED.finditer(rs.text):
+        named = m.group("organ").lower()
+        named = organ if named in ("gland", "organ") else named
+        if category not in _BEYOND_ORGAN.get(named or "", ()):
+            continue
+        near = [s for s in rs.statements if s.clause[0] <= m.start() < s.clause[1]]
+        if near:
+            why = f"stage {t.attr('t')} but the tumour is '{m.group(0)}'"
+            return [hit("stage", w.stage_size, t, near[0], why)]
+    return []
+
+
+def _stage_pair(
+    rs: ReportStatements, t: Statement, stages: list[Statement], n_primary: int, w: CheckWeights
+) -> list[CheckHit]:
+    """Two TNM stages of one tumour that disagree (pT2 here, pT3 there; pN0 and pN1)."""
+    hits = []
+    for o in stages:
+        if o.entity.start <= t.entity.start or o.scope.part != t.scope.part:
+            continue
+        same = (t.scope.organ and t.scope.organ == o.scope.organ) or (
+            n_primary <= 1 and None in (t.scope.organ, o.scope.organ)
+        )
+        if not same:
+            continue
+        for key in ("t", "n", "m"):
+            a, b = t.attr(key)[:2].upper(), o.attr(key)[:2].upper()
+            if a and b and "X" not in (a[1:], b[1:]) and a != b:
+                why = f"stage {t.attr(key)} here, {o.attr(key)} there"
+                hits.append(hit("stage", w.stage_size, t, o, why))
+                break
     return hits
 
 
