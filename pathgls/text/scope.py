@@ -51,7 +51,7 @@ _PART_LABEL = re.compile(
     re.I,
 )
 _CLAUSE_JOINT = re.compile(
-    r";|\b(?:but|however|whereas|while|although|though|except|respectively)\b"
+    r";|[()]|\b(?:but|however|whereas|while|although|though|except|respectively)\b"
     r"|,\s+with\b(?=[^,;]*\b(?:nodes?|margins?)\b)"
     r"|,\s+and\b(?=\s+(?:the|there|no|a|an|its|this|these|those|it|all|both)\b"
     r"(?:\s+[\w/-]+){0,6}?\s+(?:is|are|was|were|shows?|showed|has|have|had|extends?"
@@ -227,6 +227,30 @@ def _clause_of(text: str, start: int, end: int, e: Entity) -> tuple[int, int]:
     return start, end
 
 
+#: Station words inside a lymph-node count ("4 of 8 peribronchial lymph nodes"), named as the
+#: lexicon's node sites are.
+_COUNT_STATIONS = (
+    (re.compile(r"non-?\s*sentinel", re.I), "non-sentinel lymph node"),
+    (re.compile(r"sentinel", re.I), "sentinel lymph node"),
+    (re.compile(r"axillary", re.I), "axillary lymph node"),
+    (re.compile(r"intramammary", re.I), "intramammary lymph node"),
+    (re.compile(r"pelvic|obturator|iliac|hypogastric", re.I), "pelvic lymph node"),
+    (re.compile(r"regional", re.I), "regional lymph node"),
+    (re.compile(r"mediastinal|paratracheal|subcarinal", re.I), "mediastinal lymph node"),
+    (re.compile(r"hilar|peribronchial|interlobar", re.I), "hilar lymph node"),
+    (re.compile(r"cervical|neck", re.I), "cervical lymph node"),
+    (re.compile(r"mesenteric|pericolic|pericolonic|perirectal", re.I), "mesenteric lymph node"),
+)
+
+
+def _count_station(text: str, e: Entity, lo: int, hi: int) -> str:
+    """The station a node count names in its words or just before ("sentinel nodes: 1/3")."""
+    own, before = text[e.start : e.end], text[max(lo, e.start - 25) : e.start]
+    name = next((n for p, n in _COUNT_STATIONS if p.search(own) or p.search(before)), _NODE_ROOT)
+    level = _LEVEL.search(own) or _LEVEL.search(before)
+    return f"{name} level {level.group('level').lower()}" if level else name
+
+
 def _station(text: str, site: Entity, lo: int, hi: int) -> str:
     """A node station: the node site's concept, qualified by "non-" and its level."""
     name = site.concept or _NODE_ROOT
@@ -345,7 +369,10 @@ def _entity_scope(
         organ = _ORGAN_OF.get(e.attributes["site"], e.attributes["site"])
     if nodal:
         site_e = e if is_node_site(e) else (_nearest(e, node_sites, text) if node_sites else None)
-        if site_e is not None:
+        if e.type in _NODE_TYPES:  # a count names its station itself
+            station = _count_station(text, e, lo, hi)
+            side = _side(text[e.start : e.end]) or _side(clause_text)
+        elif site_e is not None:
             station = _station(text, site_e, lo, hi)
             side = _site_side(text, site_e)
         else:

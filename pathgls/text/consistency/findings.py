@@ -197,14 +197,13 @@ def check_node_status(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     counts = [s for s in nodal if _node_count(s) is not None and s.affirmed]
     for i, a in enumerate(counts):
         for b in counts[i + 1 :]:
-            same = (a.scope.station, a.scope.side, a.scope.part) == (
-                b.scope.station,
-                b.scope.side,
-                b.scope.part,
-            )
-            if not same or "partial" in (a.scope.quantifier, b.scope.quantifier):
+            if "partial" in (a.scope.quantifier, b.scope.quantifier):
                 continue
-            if _node_count(a)[0] != _node_count(b)[0]:  # type: ignore[index]
+            (ka, na), (kb, nb) = _node_count(a), _node_count(b)  # type: ignore[misc]
+            same_station = (a.scope.station, a.scope.side) == (b.scope.station, b.scope.side)
+            # the same number examined in compatible stations: the same nodes, counted twice
+            same_nodes = na == nb and a.scope.compatible(b.scope)
+            if a.scope.part == b.scope.part and (same_station or same_nodes) and ka != kb:
                 why = f"'{a.entity.text}' and '{b.entity.text}' count the same nodes differently"
                 hits.append(hit("node_counts", w.node_counts, a, b, why))
     return hits

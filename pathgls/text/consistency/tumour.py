@@ -392,7 +392,10 @@ def check_stage(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     sizes = _tumour_sizes(rs)
     hits = []
     for t in stages:
-        organ = t.scope.organ or report_organ(rs)
+        # the report's organ stands for the stage's only when the report has one kind of primary
+        one_kind = all(same_tumour_type(a, b) for a in primary for b in primary)
+        organs = {p.scope.organ for p in primary} - {None}
+        organ = t.scope.organ or (report_organ(rs) if one_kind and len(organs) <= 1 else None)
         own = (
             [p for p in primary if p.scope.organ == organ]
             or [p for p in primary if p.scope.organ is None]
@@ -465,7 +468,7 @@ def _stage_confined(
     for m in _CONFINED.finditer(rs.text):
         named = m.group("organ").lower()
         named = organ if named in ("gland", "organ") else named
-        if category not in _BEYOND_ORGAN.get(named or "", ()):
+        if named != organ or category not in _BEYOND_ORGAN.get(named or "", ()):
             continue
         near = [s for s in rs.statements if s.clause[0] <= m.start() < s.clause[1]]
         if near:
