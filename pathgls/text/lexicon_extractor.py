@@ -100,17 +100,22 @@ _FLAGS = {
 }
 _STRICT_GAP = re.compile(
     r"(?:[\s:\-–(]|\b(?:is|are|was|were|shows?|showed|scored?|staining|stains?|expression|status"
-    r"|protein|by|ihc|immunoreactivity|immunostain(?:ing)?|receptors?|result)\b)*$",
+    r"|protein|by|ihc|immunoreactivity|immunostain(?:ing)?|immunohistochemistry"
+    r"|immunohistochemical|receptors?|result)\b)*$",
     re.I,
 )
-_SIGN_GAP = re.compile(r"\s?\(?\s*(?:(?:score|ihc|intensity)\s*(?:of\s*)?)?:?\s*$", re.I)
+_SIGN_GAP = re.compile(
+    r"\s?\(?\s*(?:(?:score|ihc|intensity|immunohistochemistry|immunostain(?:ing)?|staining)"
+    r"\s*(?:of|is|was|:)?\s*)?:?\s*$",
+    re.I,
+)
 _LIST_GAP = re.compile(
     r"(?:[\s,/()&\-]|\b(?:and|or|for|of|in|on|with|to|the|both|as|well|focally|diffusely|strongly"
     r"|weakly|patchy|markers?|stains?|immunostains?|antibod(?:y|ies)|are|is|were|was|anti|show|shows"
     r"|showed|demonstrate|demonstrates|demonstrated|exhibit|exhibits|reveal|reveals)\b)*$",
     re.I,
 )
-_FORWARD_NEXT = re.compile(r"\s*(?:for|in|on|of)\b", re.I)
+_FORWARD_NEXT = re.compile(r"\s*(?:for|of)\b", re.I)  # "positive in/on the cells": not
 _FORWARD_WORDS = ("expresses", "express", "expressing", "of", "for")
 _PERCENT = re.compile(
     r"\s*[:(\-]?\s*(?:(?:labeling|labelling|proliferation|proliferative)\s+)?(?:index|expression|"
