@@ -11,7 +11,14 @@ same thing in compatible scopes (:meth:`~pathgls.types.Scope.compatible`):
 * ``diagnosis<->diagnosis`` — a benign and a malignant diagnosis of one tissue, or one
   diagnosis affirmed and denied;
 * ``check`` / ``within-sentence`` — the sentences of every contradiction a check found (within
-  one sentence for "Grade 1 (poorly differentiated)").
+  one sentence for "Grade 1 (poorly differentiated)");
+* ``finding->diagnosis (support)`` — only when a report has none of the pairs above: its
+  findings against the diagnoses of the same tissue (the published pairing), so a report whose
+  statements cannot contradict each other is still checked rather than missing.
+
+Pairs are those that *could* contradict: a finding only malignancy has against a benign or
+in-situ diagnosis, not against the carcinoma it supports. Pairs that cannot contradict would only
+dilute the top-K mean (a report of 40 supportive pairs hides its one contradiction).
 
 Statements about different tissue (another part, side, organ, lymph-node station) are never
 paired. The pairs are deterministic (check hits first, then report order) and at most
@@ -41,7 +48,6 @@ from pathgls.types import Scope
 _ROOT = {member: root for root, members in FAMILY.items() for member in members}
 _ROOT |= {"macrometastasis": "metastasis", "micrometastasis": "metastasis"}
 _LINKED_TOPICS = frozenset(frozenset({"stage", other}) for other in ("nodes", "size", "metastasis"))
-_BENIGN = frozenset({"benign_neoplasm", "benign_process"})
 
 
 @dataclass(frozen=True)
@@ -85,22 +91,40 @@ def _loose(scope: Scope) -> Scope:
     return dataclasses.replace(scope, lesion=None, quantifier=None)
 
 
+_NOT_MALIGNANT = frozenset({"benign_neoplasm", "benign_process", "premalignant", "in_situ"})
+_MALIGNANT_GROUPS = frozenset({"invasion", "lvi", "pni", "metastasis", "extranodal_extension"})
+
+
 def _bears_on(f: Statement, d: Statement) -> bool:
-    """Whether finding ``f`` says something about diagnosis ``d``."""
-    if f.type in ("grade", "stage") or f.scope.station is not None:
+    """Whether finding ``f`` could contradict diagnosis ``d``: a finding only malignancy has
+    against a benign, premalignant or in-situ diagnosis; a grade against a diagnosis whose name
+    carries a grade; a denied finding the diagnosis depends on."""
+    behaviour = d.attr("behavior")
+    malignant_only = (
+        f.type == "stage"
+        or "malignant" in f.attrs("implies")
+        or f.attr("group") in _MALIGNANT_GROUPS
+        or f.scope.station is not None
+    )
+    if malignant_only and f.affirmed and behaviour in _NOT_MALIGNANT:
         return True
-    if f.attrs("implies") & {"malignant", "high_grade", "low_grade"}:
+    if (f.type == "grade" or f.attrs("implies") & {"high_grade", "low_grade"}) and d.attr("grade"):
         return True
-    return bool(f.attrs("group") & d.attrs("depends_on"))
+    return f.denied and bool(f.attrs("group") & d.attrs("depends_on"))
 
 
 def _diagnosis_pair(a: Statement, b: Statement) -> bool:
+    """A diagnosis and its denial, or a benign tumour or premalignant lesion and a malignancy
+    of the same kind (a benign process beside a carcinoma is ordinary coexistence)."""
     if a.generic or b.generic or not (a.certain and b.certain):
         return False
     if a.entity.negated != b.entity.negated:
         return a.concept == b.concept
-    ba, bb = a.attr("behavior"), b.attr("behavior")
-    return (ba in _BENIGN) != (bb in _BENIGN) and {ba, bb} & {"malignant", "in_situ"} != set()
+    kinds = {a.attr("behavior"), b.attr("behavior")}
+    if "malignant" not in kinds or not kinds & {"benign_neoplasm", "premalignant"}:
+        return False
+    la, lb = a.attr("lineage"), b.attr("lineage")
+    return not (la and lb and la != lb)
 
 
 def _candidates(rs: ReportStatements, diagnosis_pairs: bool) -> Iterator[tuple[int, int, str]]:
@@ -122,6 +146,19 @@ def _candidates(rs: ReportStatements, diagnosis_pairs: bool) -> Iterator[tuple[i
             for b in diagnoses[i + 1 :]:
                 if a.sentence != b.sentence and _diagnosis_pair(a, b) and _same_tissue(a, b):
                     yield a.sentence, b.sentence, "diagnosis<->diagnosis"
+
+
+def _support(rs: ReportStatements) -> Iterator[tuple[int, int, str]]:
+    """The published pairing, findings → the diagnoses they bear on: what a report without
+    statements that could contradict each other is checked on."""
+    stmts = [s for s in rs.statements if s.certain]
+    diagnoses = [s for s in stmts if s.type in DIAGNOSIS_TYPES and not s.generic]
+    for f in stmts:
+        if f.type in DIAGNOSIS_TYPES or topic(f) is None:
+            continue
+        for d in diagnoses:
+            if f.sentence != d.sentence and _same_tissue(f, d):
+                yield f.sentence, d.sentence, "finding->diagnosis (support)"
 
 
 def scoped_pairs(
@@ -146,6 +183,9 @@ def scoped_pairs(
         add(a, b, "within-sentence" if a == b else "check")
     for a, b, kind in _candidates(rs, diagnosis_pairs):
         add(a, b, kind)
+    if not pairs:
+        for a, b, kind in _support(rs):
+            add(a, b, kind)
     return pairs
 
 
