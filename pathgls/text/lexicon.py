@@ -141,6 +141,7 @@ ATTRIBUTE_VALUES: Mapping[str, tuple[str, ...] | None] = MappingProxyType(
         "positive": None,
         "total": None,
         "n_positive": None,
+        "gleason_sum_stated": None,
         "n_total": None,
         "derive": DERIVATIONS,
         # "state=normal": the diagnosis describes a tissue as normal or reactive, not a lesion

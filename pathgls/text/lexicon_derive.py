@@ -69,8 +69,9 @@ def _derive_gleason(g: dict[str, str], _: str) -> dict[str, str] | None:
         p, s = int(g["g1"]), int(g["g2"])
         out |= {"gleason_primary": str(p), "gleason_secondary": str(s)}
         total = p + s
-        if "gs" in g and int(g["gs"]) != total:
-            return None
+        stated = g.get("gs") or g.get("gs2")
+        if stated and int(stated) != total:  # "4+5 (total score 7)": kept, the sum is a claim
+            out["gleason_sum_stated"] = stated
         grade_group = 1 if total <= 6 else (2 if p == 3 else 3) if total == 7 else min(total - 4, 5)
         out["grade_group"] = str(grade_group)
     else:

@@ -138,11 +138,13 @@ _MARGIN_CUES = re.compile(
     r"(?P<close>\bclose\b|\bnarrow\b|\bwithin\s+\d|\bapproach(?:es|ing)?\b|<\s*\d"
     r"|\bextend(?:s|ing)?\s+to\s+within\b)"
     r"|(?P<neg>\bnot\s+involv(?:ed|ing)\b|\buninvolved\b|\bfree\b|\bclear\b(?!\s+cell)|\bclean\b"
+    r"|\bnormal\b|\bunremarkable\b"
     r"|\bnegative\b|\b(?:no|without)\s+(?:evidence\s+of\s+)?(?:residual\s+)?(?:tumou?r|carcinoma"
     r"|malignancy|neoplasia|dysplasia|invasive|lesion|involvement)|\bR0\b)"
     r"|(?P<pos>\binvolv(?:ed|ing|ement)\b|\bpositive\b|\bextend(?:s|ing)?\s+(?:in)?to\b"
     r"|\b(?:tumou?r|carcinoma)\s+(?:is\s+)?(?:present\s+)?(?:at|on)\b"
-    r"|\btransected\b|\bR[12]\b)",
+    r"|\btransected\b|\bR[12]\b|\breach(?:es|ed|ing)?\b|\babut(?:s|ted|ting)?\b"
+    r"|\btouch(?:es|ed|ing)?\b)",
     re.I,
 )
 _SIDE_BEFORE = re.compile(r"\b(left|right|bilateral|both)\s+(?:[a-z]+\s+)?$", re.I)

@@ -28,6 +28,7 @@ a site label written as a heading (alone on its line, or opening a block).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import re
 from collections.abc import Sequence
@@ -65,6 +66,7 @@ _PARTIAL = re.compile(
     r"|\b(?:remaining|remainder|rest\s+of|additional|residual|other)\b",
     re.I,
 )
+_PARTIAL_WORDS = frozenset({"remaining", "remainder", "rest", "additional", "residual", "other"})
 _ALL = re.compile(
     r"\b(?:all|each|every|none\s+of\s+the|both)\b(?:\s+\w+){0,3}?\s+(?:lymph\s+)?"
     r"(?:nodes?|margins?)\b",
@@ -90,8 +92,8 @@ _PROCEDURE_ORGANS = (
 )
 #: A site followed by one of these names a procedure ("vaginal hysterectomy"), not a place.
 _PROCEDURE_AFTER = re.compile(
-    r"\s*(?:[\w-]+ectomy|[\w-]+otomy|biops(?:y|ies)|resection|excision|dissection|specimen"
-    r"|sampling|exenteration)\b",
+    r"\s*(?:[\w-]+ectomy|[\w-]+otomy|biops(?:y|ies)|resection|excision|dissection"
+    r"|exenteration)\b",
     re.I,
 )
 _MARGIN_WORDS = re.compile(r"\b(?:margins?|resection\s+lines?|inked\s+surfaces?)\b", re.I)
@@ -182,7 +184,31 @@ def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
             out.clauses[i] = clause
             out.entity_scopes[i] = _entity_scope(text, entities, i, members, clause, base)
         prev_end = sent.end
+    _modifiers_take_their_lesion(entities, out)
     return out
+
+
+_MODIFIER_TYPES = frozenset({"diagnosis_descriptor", "grade"})
+
+
+def _modifiers_take_their_lesion(entities: Sequence[Entity], out: ScopeMap) -> None:
+    """A descriptor or grade without a place of its own is where the lesion it is said of is."""
+    for i, e in enumerate(entities):
+        scope = out.entity_scopes[i]
+        if e.type not in _MODIFIER_TYPES or scope.lesion is None or scope.organ is not None:
+            continue
+        head = [
+            j
+            for j, d in enumerate(entities)
+            if d.type in _LESION_TYPES
+            and (d.concept or d.text.lower()) == scope.lesion
+            and out.clauses[j] == out.clauses[i]
+        ]
+        if head:
+            lesion_scope = out.entity_scopes[head[0]]
+            out.entity_scopes[i] = dataclasses.replace(
+                scope, organ=lesion_scope.organ, side=scope.side or lesion_scope.side
+            )
 
 
 def _leads_with_site(start: int, members: list[Entity]) -> bool:
@@ -363,8 +389,8 @@ def _entity_scope(
             organ = organ_of(site)
             side = _site_side(text, site) or base.side
         parts = [x for x in organ_sites if x.attributes.get("part_of")]
-        if e.negated and parts:
-            locus = "|".join(sorted({x.concept for x in parts}))  # "the nipple is free of ..."
+        if parts and organ is not None:  # "the nipple is free of ...", "in the right upper lobe"
+            locus = "|".join(sorted({x.concept for x in parts}))
     if organ is None and e.attributes.get("site") and not nodal and not invasion:
         organ = _ORGAN_OF.get(e.attributes["site"], e.attributes["site"])
     if nodal:
@@ -438,12 +464,24 @@ def _lesion(entities: Sequence[Entity], e: Entity, in_clause: list[int]) -> str 
     return chosen.concept or chosen.text.lower()
 
 
+#: Statements whose truth depends on which members of a set of nodes or margins they are about.
+_SET_TYPES = frozenset(
+    {"lymph_node_involvement", "metastasis", "pathological_diagnosis", "margin", "anatomical_site"}
+)
+
+
 def _quantifier(text: str, e: Entity, lo: int, hi: int) -> str | None:
-    """``partial`` / ``all`` when the statement speaks of part or all of a set."""
+    """``partial`` / ``all`` when the statement speaks of part or all of a set.
+
+    "Two of the nodes", "most nodes" make a statement about node or margin involvement partial;
+    "remaining", "other", "additional", "residual" make any statement partial.
+    """
     window = text[lo:hi]
     if _ALL.search(window):
         return "all"
     for m in _PARTIAL.finditer(window):
+        if m.group(0).split()[0].lower() not in _PARTIAL_WORDS and e.type not in _SET_TYPES:
+            continue
         # a count about *these* nodes ("2 of 14 nodes") is the statement itself, not a part
         if (
             e.type == "lymph_node_involvement"

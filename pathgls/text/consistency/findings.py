@@ -12,6 +12,7 @@ import re
 
 from pathgls.text.consistency.hits import CheckHit, CheckWeights, hit
 from pathgls.text.consistency.statements import ReportStatements, Statement
+from pathgls.types import Scope
 
 #: Entity types for which "affirmed here, denied there" is a contradiction.
 NEGATABLE = frozenset(
@@ -42,7 +43,13 @@ GENERIC_MALIGNANCY = frozenset(
 GENERAL_INVASION = frozenset(
     {"invasion", "stromal invasion", "infiltrative growth", "invasive", "infiltrating"}
 )
+#: The first layer an invasion reaches: no invasion of it is no invasion at all ("confined to
+#: the urothelium, with no invasion of the lamina propria").
+FIRST_LAYER = frozenset({"mucosa"})
 _METASTASIS_TYPES = frozenset({"metastasis"})
+_MARGIN_DISTANCE = re.compile(
+    r"\bmargins?\b[^,;]{0,30}?\b(?:is|was|measures?|of|at|:)\s*(?:approximately\s+)?\d", re.I
+)
 _NODE_WORDS = re.compile(r"\b(?:from|clearance|distance|closest|nearest|away|clear\s+by)\b", re.I)
 
 
@@ -63,8 +70,8 @@ def _denies(n: Statement, a: Statement) -> tuple[bool, bool]:
     if _invasion(n) and _invasion(a):
         # invasion is compared by the structure invaded: "no visceral pleural invasion" denies
         # "tumour cells penetrate the visceral pleura"; "no invasion" denies every invasion
-        if n.scope.locus is None:
-            return cn in GENERAL_INVASION, cn != ca
+        if n.scope.locus is None or n.scope.locus in FIRST_LAYER:
+            return cn in GENERAL_INVASION or n.scope.locus in FIRST_LAYER, cn != ca
         return n.scope.locus == a.scope.locus, cn != ca
     if cn == ca:
         return True, False
@@ -82,6 +89,13 @@ def _denies(n: Statement, a: Statement) -> tuple[bool, bool]:
     return False, False
 
 
+def _denial_scope(n: Statement) -> Scope:
+    """A denial's scope; one about the first layer an invasion reaches speaks of all layers."""
+    if n.scope.locus in FIRST_LAYER:
+        return dataclasses.replace(n.scope, locus=None)
+    return n.scope
+
+
 def check_polarity(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     """The same finding or diagnosis affirmed in one statement and denied in another."""
     denied = [s for s in rs.statements if s.type in NEGATABLE and s.denied]
@@ -90,7 +104,7 @@ def check_polarity(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
     for n in denied:
         for a in affirmed:
             ok, general = _denies(n, a)
-            if not ok or not n.scope.covers(a.scope):
+            if not ok or not _denial_scope(n).covers(a.scope):
                 continue
             why = f"'{a.entity.text}' affirmed, '{n.entity.text}' denied"
             hits.append(hit("polarity", w.polarity_general if general else w.polarity, a, n, why))
@@ -121,16 +135,17 @@ def check_in_situ_vs_invasive(rs: ReportStatements, w: CheckWeights) -> list[Che
         s
         for s in rs.statements
         if s.denied
-        and s.scope.locus is None
         and not (s.type == "diagnosis_descriptor" and _modifies_affirmed_diagnosis(rs, s))
+        and (s.scope.locus is None or s.scope.locus in FIRST_LAYER)
         and (
             s.concept in GENERAL_INVASION
+            or s.scope.locus in FIRST_LAYER
             or (s.type == "pathological_diagnosis" and s.attr("invasive") == "yes")
         )
     ]
     hits = []
     for n in denials:
-        scope = dataclasses.replace(n.scope, lesion=None)  # "DCIS, no invasion" vs any lesion
+        scope = dataclasses.replace(_denial_scope(n), lesion=None)  # "DCIS, no invasion": any
         for a in rs.statements:
             if a is n or not a.affirmed or not _invasive(a) or a.concept == n.concept:
                 continue
@@ -195,6 +210,15 @@ def check_node_status(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
             why = f"tumour in nodes ('{p.entity.text}') but '{n.entity.text}'"
             hits.append(hit("node_status", w.node_status, p, n, why))
     counts = [s for s in nodal if _node_count(s) is not None and s.affirmed]
+    for p in positives:
+        k = _stated_positives(rs, p)
+        for c in counts:
+            if k is None or c is p or "partial" in (c.scope.quantifier,):
+                continue
+            same_station = c.scope.station == p.scope.station and c.scope.part == p.scope.part
+            if same_station and _sides_agree(c, p) and _node_count(c)[0] != k:  # type: ignore[index]
+                why = f"'{p.entity.text}' in {k} nodes but '{c.entity.text}'"
+                hits.append(hit("node_counts", w.node_counts, p, c, why))
     for i, a in enumerate(counts):
         for b in counts[i + 1 :]:
             if "partial" in (a.scope.quantifier, b.scope.quantifier):
@@ -207,6 +231,49 @@ def check_node_status(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
                 why = f"'{a.entity.text}' and '{b.entity.text}' count the same nodes differently"
                 hits.append(hit("node_counts", w.node_counts, a, b, why))
     return hits
+
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+_STATED_NODES = re.compile(
+    r"(?<!\bof\s)\b(?P<k>\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+    r"\s+(?:[a-z-]+\s+){0,3}?(?:lymph\s+)?nodes?\b(?!\s+of\b)",
+    re.I,
+)
+
+
+def _stated_positives(rs: ReportStatements, s: Statement) -> int | None:
+    """ "Metastatic carcinoma involving two sentinel lymph nodes": the number of positive nodes
+    a positive statement gives in its clause (None when it gives none or a count of a set)."""
+    if _node_count(s) is not None:
+        return None
+    m = _STATED_NODES.search(rs.clause_text(s))
+    if m is None:
+        return None
+    k = m.group("k").lower()
+    return int(k) if k.isdigit() else _NUMBER_WORDS[k]
+
+
+def _sides_agree(a: Statement, b: Statement) -> bool:
+    return a.scope.side is None or b.scope.side is None or a.scope.side == b.scope.side
 
 
 def margin_status(rs: ReportStatements, s: Statement) -> str | None:
@@ -225,7 +292,9 @@ def margin_status(rs: ReportStatements, s: Statement) -> str | None:
         x.type == "size" and x.clause == s.clause and x.sentence == s.sentence
         for x in rs.statements
     )
-    return "free" if has_size and _NODE_WORDS.search(clause) else None
+    if has_size and (_NODE_WORDS.search(clause) or _MARGIN_DISTANCE.search(clause)):
+        return "free"  # "closest margin 0.1 cm", "the radial margin is 3.5 cm"
+    return None
 
 
 def check_margins(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:

@@ -108,6 +108,13 @@ def check_grade(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
         if s.affirmed and axis and levels and not _MIXED.search(rs.clause_text(s)):
             grades.append((s, axis, levels, _lesion_key(rs, s), _organ(rs, s)))
     hits = []
+    for s in rs.of_types("grade"):
+        stated = s.attr("gleason_sum_stated")
+        if stated and s.certain:  # "Gleason 4+5 (total score 7)"
+            why = (
+                f"'{s.entity.text}': the patterns add up to {s.attr('gleason_score')}, not {stated}"
+            )
+            hits.append(hit("grade", w.grade_opposite, s, s, why))
     for i, (a, ax_a, la, key_a, org_a) in enumerate(grades):
         for b, ax_b, lb, key_b, org_b in grades[i + 1 :]:
             family_a = "g" if ax_a == "gleason" else _AXIS_FAMILY[ax_a]
@@ -284,13 +291,37 @@ def histotype(s: Statement) -> str | None:
     return None
 
 
+_ORIGINS = (
+    ("thyroid", re.compile(r"thyroid")),
+    ("breast", re.compile(r"\bbreast|mammary|ductal carcinoma|lobular carcinoma")),
+    ("lung", re.compile(r"\blung|pulmonary|bronchioloalveolar")),
+    ("colon", re.compile(r"colonic|colorectal|\bcolon|rectal")),
+    ("stomach", re.compile(r"gastric|stomach")),
+    ("prostate", re.compile(r"prostat")),
+    ("kidney", re.compile(r"renal cell|clear cell renal|\brenal")),
+    ("liver", re.compile(r"hepatocellular|hepatic")),
+    ("gynecologic", re.compile(r"ovarian|endometri|mullerian|müllerian|fallopian|serous")),
+    ("urinary tract", re.compile(r"urothelial|transitional")),
+    ("pancreas", re.compile(r"pancrea")),
+)
+
+
+def origin(s: Statement) -> str | None:
+    """The organ a tumour's name says it comes from ("papillary thyroid carcinoma": thyroid)."""
+    name = f"{s.concept} {s.entity.text.lower()}"
+    return next((o for o, pattern in _ORIGINS if pattern.search(name)), None)
+
+
 def same_tumour_type(a: Statement, b: Statement) -> bool:
     """Whether two diagnoses can name the same tumour (nothing in their names says otherwise)."""
     la, lb = a.attr("lineage"), b.attr("lineage")
     if la and lb and la != lb:
         return False
     ha, hb = histotype(a), histotype(b)
-    return ha is None or hb is None or ha == hb
+    if ha is not None and hb is not None and ha != hb:
+        return False
+    oa, ob = origin(a), origin(b)
+    return oa is None or ob is None or oa == ob
 
 
 def primaries(rs: ReportStatements) -> list[Statement]:
@@ -306,20 +337,36 @@ def primaries(rs: ReportStatements) -> list[Statement]:
 
 
 def check_unsupported_metastasis(rs: ReportStatements, w: CheckWeights) -> list[CheckHit]:
-    """A metastasis of a tumour type that none of the report's primaries can give."""
+    """A metastasis of a tumour type that none of the report's primaries can give, or two
+    metastases of different origin said of the same tissue."""
     primary = primaries(rs)
-    if not primary:
-        return []
+    metastases = [
+        m
+        for m in rs.of_types(*DIAGNOSIS_TYPES)
+        if m.affirmed and "metastasis" in m.attrs("depends_on")
+    ]
     hits = []
-    for m in rs.of_types(*DIAGNOSIS_TYPES):
-        if not m.affirmed or "metastasis" not in m.attrs("depends_on"):
-            continue
-        if any(same_tumour_type(m, p) for p in primary):
+    for m in metastases:
+        if not primary or any(same_tumour_type(m, p) and _origin_fits(m, p) for p in primary):
             continue
         names = ", ".join(sorted({p.entity.text for p in primary}))
         why = f"'{m.entity.text}' but the report diagnoses only {names}"
         hits.append(hit("unsupported_metastasis", w.unsupported_metastasis, m, primary[0], why))
+    if not primary:  # metastases only: they must at least come from one place
+        for i, a in enumerate(metastases):
+            for b in metastases[i + 1 :]:
+                oa, ob = origin(a), origin(b)
+                if oa and ob and oa != ob:
+                    why = f"'{a.entity.text}' and '{b.entity.text}' come from different organs"
+                    hits.append(hit("unsupported_metastasis", w.unsupported_metastasis, a, b, why))
     return hits
+
+
+def _origin_fits(m: Statement, p: Statement) -> bool:
+    """A metastasis naming its organ of origin fits a primary of that organ (by name or place)."""
+    om = origin(m)
+    where = origin(p) or p.attr("site") or p.scope.organ
+    return om is None or where is None or om in where or where in om
 
 
 #: pT categories that size alone decides, as (above, at most) in mm, in both AJCC 7th and 8th
