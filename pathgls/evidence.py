@@ -201,7 +201,7 @@ class Record:
             if self._keys is not None:
                 if name not in self._keys:
                     continue
-            elif name in self.OPTIONAL and (value is None or value == ()):
+            elif name in self.OPTIONAL and (value is None or value == () or value == {}):
                 continue
             out[name] = _dump(value)
         out.update(copy.deepcopy(dict(self.extra)))
@@ -334,19 +334,43 @@ class GroundingEvidence(ModuleEvidence):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CheckedStatement(Record):
+    """One side of a consistency-check hit: the sentence, the entity and its scope."""
+
+    sentence: str = ""
+    entity: str = ""  # as written, "¬" before a denied one, "?" before a hedged one
+    scope: str = ""  # "part A, breast, left", "sentinel lymph node", "report"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckEvidence(Record):
+    """A graph-consistency check that fired: the rule, why, and the two statements."""
+
+    rule: str = ""  # polarity, node_status, margin, grade, benign_vs_malignant, stage, ...
+    probability: Number | None = None
+    explanation: str = ""
+    first: CheckedStatement = field(default_factory=CheckedStatement)
+    second: CheckedStatement = field(default_factory=CheckedStatement)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ContradictionPair(Record):
     """A premise/hypothesis sentence pair and its contradiction probability."""
 
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"rule", "explanation"})
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"rule", "explanation", "nli_probability", "checks"}
+    )
 
     premise: str = ""
     hypothesis: str = ""
-    probability: Number | None = None  # P(contradiction)
-    kind: str = ""  # finding->diagnosis, diagnosis<->diagnosis, ...
+    probability: Number | None = None  # P(contradiction): the larger of the model's and checks'
+    kind: str = ""  # finding<->finding, finding->diagnosis, diagnosis<->diagnosis, check, ...
     premise_sentence: int | None = None  # sentence index in the report
     hypothesis_sentence: int | None = None
-    rule: str | None = None  # rules backend: the rule that fired (absent otherwise)
-    explanation: str | None = None  # rules backend: why
+    rule: str | None = None  # the strongest check that fired on the pair (absent: none)
+    explanation: str | None = None  # why
+    nli_probability: Number | None = None  # the NLI model's own (absent: no model)
+    checks: tuple[CheckEvidence, ...] = ()  # every check that fired on the pair
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -355,13 +379,15 @@ class LogicEvidence(ModuleEvidence):
 
     MODULE: ClassVar[str] = "logic"
 
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"top_pairs", "k"})
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"top_pairs", "k", "pairs_by_kind", "checks"})
 
     # highest probability first (as written); absent when there was no pair
     top_pairs: tuple[ContradictionPair, ...] = ()
     k: int | None = None  # K of the top-K mean (absent: no pair)
     n_pairs: int | None = None  # pairs checked
     nli: str = ""  # NLI backend
+    pairs_by_kind: Mapping[str, int] = field(default_factory=dict)  # finding<->finding: 3, ...
+    checks: tuple[CheckEvidence, ...] = ()  # every consistency check that fired, strongest first
 
     def top_pair(self) -> ContradictionPair | None:
         """The pair most likely contradictory (the first of ties); None without pairs."""

@@ -187,9 +187,11 @@ def test_benchmark_cli_config_errors_exit_two(tmp_path: Path) -> None:
 
 def test_logic_and_gate_read_the_same_file_format(tmp_path: Path) -> None:
     report = tmp_path / "report.txt"
-    report.write_text(
-        "Microscopic: sheets of atypical cells with necrosis; no lymphovascular invasion.\n"
-        "Diagnosis: benign fibroadenoma. Invasive ductal carcinoma.\n",
+    report.write_text(  # one contradiction (necrosis) among several pairs
+        "Microscopic: tumour necrosis is present. Lymphovascular invasion is present.\n"
+        "Lymph nodes: metastatic carcinoma in 2 of 14 lymph nodes.\n"
+        "Comment: no tumour necrosis. Lymph node metastasis is present.\n"
+        "Diagnosis: invasive ductal carcinoma, grade 2. Ductal carcinoma in situ.\n",
         encoding="utf-8",
     )
     default = json.loads(invoke("logic", report, "--json"))
@@ -204,9 +206,7 @@ def test_logic_and_gate_read_the_same_file_format(tmp_path: Path) -> None:
 
     run = tmp_path / "run"
     modules = {m: ModuleScore(name=m, value=0.7) for m in ("grounding", "logic", "stability")}
-    ResultsStore(run).write_card(
-        ScoreCard(item_id="a", subject="s", status="ok", modules=modules)
-    )
+    ResultsStore(run).write_card(ScoreCard(item_id="a", subject="s", status="ok", modules=modules))
     assert "0 deploy, 1 review" in invoke("gate", run)  # trust 0.7 < the default 0.75
     assert "1 deploy, 0 review" in invoke("gate", run, "--config", f)
     assert "0 deploy, 1 review" in invoke("gate", run, "--config", f, "--deploy", "0.75")

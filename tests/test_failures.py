@@ -210,7 +210,7 @@ def test_logic_figure_highlights_the_contradicting_pair(replay_card: ScoreCard) 
     assert top.probability >= 0.5 and top.rule == "benign_morphology"
     marked = {view.graph.entities[i].text for i in view.highlighted}
     assert marked == {"benign", "glands", "atypia", "invasive carcinoma"}  # not ER, lymphocytes
-    assert "1. p=0.60 [finding->diagnosis] 'benign glands without atypia.'" in str(view)
+    assert "1. p=0.60 [check] 'benign glands without atypia.'" in str(view)
     fig = logic_figure(replay_card)
     nodes = fig.axes[0].collections[0]
     red = [tuple(c[:3]) == (1.0, 0.0, 0.0) for c in nodes.get_edgecolor()]

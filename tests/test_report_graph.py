@@ -62,8 +62,17 @@ def test_graph_json_roundtrip_and_networkx(analyzed, tmp_path: Path) -> None:
     data = json.loads(json.dumps(graph_to_json(g)))
     assert graph_from_json(data) == g
     nxg = to_networkx(g)
-    assert nxg.number_of_nodes() == len(g.entities) and nxg.number_of_edges() == len(g.relations)
+    scope_nodes = {n for n in nxg.nodes if isinstance(n, str)}
+    assert nxg.number_of_nodes() == len(g.entities) + len(scope_nodes)
+    # one in_scope edge per entity, on top of the relations
+    assert nxg.number_of_edges() == len(g.relations) + len(g.entities)
     assert nxg.nodes[0]["text"] == g.entities[0].text
+    # the diagnosis under "Left breast:" is scoped to the left breast, in JSON and networkx
+    idc = _find(analyzed, "invasive ductal carcinoma")
+    assert data["nodes"][idc]["scope"]["organ"] == "breast"
+    assert data["nodes"][idc]["scope"]["side"] == "left"
+    assert "scope:breast, left, invasive ductal carcinoma" in nxg.successors(idc)
+    assert any(idc in s["nodes"] and s["scope"]["side"] == "left" for s in data["scopes"])
     import matplotlib
 
     matplotlib.use("Agg")

@@ -23,6 +23,8 @@ from pathgls.config import EncoderConfig, PathGLSConfig, RunConfig
 from pathgls.errors import EvidenceError, ScoreCardError
 from pathgls.evidence import (
     EVIDENCE_TYPES,
+    CheckedStatement,
+    CheckEvidence,
     ContradictionPair,
     FindingChanges,
     FoilStats,
@@ -70,6 +72,8 @@ RECORD_DEFS = {
     GroundingSource: "grounding_source",
     LogicEvidence: "logic_evidence",
     ContradictionPair: "contradiction_pair",
+    CheckEvidence: "check_evidence",
+    CheckedStatement: "checked_statement",
     StabilityEvidence: "stability_evidence",
     FindingChanges: "finding_changes",
     HareEvidence: "hare_evidence",

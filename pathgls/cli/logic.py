@@ -73,6 +73,7 @@ def logic(
 ) -> None:
     """Logic score S_l: do the report's findings contradict its diagnosis?"""
     from pathgls.config import load_config
+    from pathgls.evidence import LogicEvidence
     from pathgls.logic import logic_score
     from pathgls.nli import build_nli
     from pathgls.text import analyze_report, build_extractor
@@ -120,11 +121,21 @@ def logic(
         )
         for w in score.warnings:
             out.print(f"  [yellow]warning:[/] {escape(w)}", soft_wrap=True)
-        for pair in score.evidence.get("top_pairs", [])[:top]:
-            rule = f" [{pair['rule']}: {pair['explanation']}]" if "rule" in pair else ""
-            out.print(f"  p={pair['probability']:.2f}{escape(rule)}", soft_wrap=True)
-            out.print(f"    premise:    {escape(pair['premise'])}", soft_wrap=True)
-            out.print(f"    hypothesis: {escape(pair['hypothesis'])}", soft_wrap=True)
+        evidence = LogicEvidence.from_dict(score.evidence)
+        for check in evidence.checks[:top]:  # what contradicts what, where, and why
+            out.print(
+                f"  [red]{escape(check.rule)}[/] p={check.probability:.2f}: "
+                f"{escape(check.explanation)}",
+                soft_wrap=True,
+            )
+            for side in (check.first, check.second):
+                where = escape(f"[{side.scope}]")
+                out.print(f"    {where} {escape(side.sentence)}", soft_wrap=True)
+        if not evidence.checks:
+            for pair in evidence.top_pairs[:top]:
+                out.print(f"  p={pair.probability:.2f} ({escape(pair.kind)})", soft_wrap=True)
+                out.print(f"    premise:    {escape(pair.premise)}", soft_wrap=True)
+                out.print(f"    hypothesis: {escape(pair.hypothesis)}", soft_wrap=True)
 
 
 def entities(

@@ -87,17 +87,52 @@ class GroundingConfig:
 
 
 @dataclass(frozen=True)
+class CheckWeights:
+    """Contradiction probability of each check when it fires (an NLI-like scale)."""
+
+    polarity: float = 0.95  # the same concept affirmed and denied
+    polarity_general: float = 0.9  # a general denial ("no metastasis") against a specific finding
+    in_situ_vs_invasive: float = 0.9
+    node_status: float = 0.9  # positive nodes against "no nodal metastasis" / a negative count
+    node_counts: float = 0.8  # two different counts for the same station
+    margin: float = 0.85
+    margin_close: float = 0.7  # a close (free) margin against an involved one
+    grade_opposite: float = 0.9  # grades two levels apart (well vs poorly differentiated)
+    grade_adjacent: float = 0.75  # grades one level apart, or Gleason vs grade group
+    benign_vs_malignant: float = 0.9
+    benign_diagnosis: float = 0.85  # a benign diagnosis given as the diagnosis of a malignancy
+    benign_same_kind: float = 0.75  # a benign tumour of the kind of the diagnosed malignancy
+    benign_morphology: float = 0.6  # "no atypia" or "no pleomorphism" said of a carcinoma
+    benign_morphology_strong: float = 0.8  # two such statements
+    unsupported_metastasis: float = 0.85
+    stage_nodes: float = 0.9  # pN0 with positive nodes, N+ with only negative nodes
+    stage_metastasis: float = 0.85  # M0 with distant metastasis and the reverse
+    stage_size: float = 0.75  # a pT category its own stated size rules out
+    marker_result: float = 0.9
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            require(0.0 <= value <= 1.0, f"{name} must be in [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
 class LogicConfig:
-    """How the Logic score's pairs are formed and aggregated (see :mod:`pathgls.logic`)."""
+    """How the Logic score's pairs are formed, checked and aggregated (see :mod:`pathgls.logic`)."""
 
     # K = ceil(top_k_fraction × number of pairs), at least 1 (PathGLS: 0.3).
     top_k_fraction: float = 0.3
     # A fixed K instead of the fraction (None: use the fraction).
     top_k: int | None = None
-    # Pair diagnosis statements with each other too.
+    # Pair a benign tumour with a malignancy of its kind (and a diagnosis with its denial).
     diagnosis_pairs: bool = True
-    # At most this many pairs (the most finding-rich premises first), to bound NLI cost.
+    # At most this many pairs (check hits first), to bound NLI cost.
     max_pairs: int = 2000
+    # Run the graph-consistency checks (with an NLI model: a pair's probability is the larger).
+    checks: bool = True
+    # Contradiction probability of a pair when there is no model and no check fires.
+    base_probability: float = 0.02
+    # Probability of each check when it fires.
+    weights: CheckWeights = field(default_factory=CheckWeights)
 
     def __post_init__(self) -> None:
         require(
@@ -106,6 +141,10 @@ class LogicConfig:
         )
         require(self.top_k is None or self.top_k >= 1, f"top_k must be >= 1, got {self.top_k}")
         require(self.max_pairs >= 1, f"max_pairs must be >= 1, got {self.max_pairs}")
+        require(
+            0.0 <= self.base_probability < 1.0,
+            f"base_probability must be in [0, 1), got {self.base_probability}",
+        )
 
 
 #: Median MiniLM cosine between reference reports of different cases (see

@@ -1,11 +1,13 @@
-"""One call from report text to sections, entities, relations and the report graph."""
+"""One call from report text to sections, entities, relations, scopes and the report graph."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from pathgls.text.base import EntityExtractor, ParsedReport
 from pathgls.text.relations import extract_relations
+from pathgls.text.scope import ScopeMap, infer_scopes
 from pathgls.text.sections import parse_report
 from pathgls.types import Entity, Relation, ReportGraph
 
@@ -24,10 +26,19 @@ class AnalyzedReport:
         """The cleaned report text."""
         return self.parsed.text
 
+    @functools.cached_property
+    def scopes(self) -> ScopeMap:
+        """Which tissue each entity is about (:func:`~pathgls.text.scope.infer_scopes`)."""
+        return infer_scopes(self.parsed, self.entities)
+
     @property
     def graph(self) -> ReportGraph:
-        """Entities and relations as a :class:`ReportGraph`."""
-        return ReportGraph(entities=list(self.entities), relations=list(self.relations))
+        """Entities, relations and scopes as a :class:`ReportGraph`."""
+        return ReportGraph(
+            entities=list(self.entities),
+            relations=list(self.relations),
+            scopes=list(self.scopes.entity_scopes),
+        )
 
     def entities_by_sentence(self) -> dict[int, list[int]]:
         """Sentence index → indices of the entities that start in it."""

@@ -7,6 +7,8 @@ score all work on these character offsets into the *cleaned* report text.
 
 from __future__ import annotations
 
+import bisect
+import functools
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -95,11 +97,16 @@ class ParsedReport:
         return "other"
 
     def sentence_index(self, offset: int) -> int | None:
-        """Index of the sentence that holds ``offset``, or None."""
-        for i, s in enumerate(self.sentences):
-            if s.start <= offset < s.end:
-                return i
+        """Index of the sentence that holds ``offset``, or None (a binary search: sentences are
+        in text order and do not overlap)."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if i >= 0 and offset < self.sentences[i].end:
+            return i
         return None
+
+    @functools.cached_property
+    def _starts(self) -> list[int]:
+        return [s.start for s in self.sentences]
 
 
 @runtime_checkable

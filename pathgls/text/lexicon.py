@@ -140,7 +140,12 @@ ATTRIBUTE_VALUES: Mapping[str, tuple[str, ...] | None] = MappingProxyType(
         "part_of": None,
         "positive": None,
         "total": None,
+        "n_positive": None,
+        "gleason_sum_stated": None,
+        "n_total": None,
         "derive": DERIVATIONS,
+        # "state=normal": the diagnosis describes a tissue as normal or reactive, not a lesion
+        "state": ("normal",),
     }
 )
 #: Keys whose value may list several allowed values, comma-separated.

@@ -69,8 +69,9 @@ def _derive_gleason(g: dict[str, str], _: str) -> dict[str, str] | None:
         p, s = int(g["g1"]), int(g["g2"])
         out |= {"gleason_primary": str(p), "gleason_secondary": str(s)}
         total = p + s
-        if "gs" in g and int(g["gs"]) != total:
-            return None
+        stated = g.get("gs") or g.get("gs2")
+        if stated and int(stated) != total:  # "4+5 (total score 7)": kept, the sum is a claim
+            out["gleason_sum_stated"] = stated
         grade_group = 1 if total <= 6 else (2 if p == 3 else 3) if total == 7 else min(total - 4, 5)
         out["grade_group"] = str(grade_group)
     else:
@@ -102,8 +103,14 @@ def _derive_grade_number(g: dict[str, str], _: str) -> dict[str, str] | None:
     return out | ({"system": system} if system else {})
 
 
+_TNM_COUNT = re.compile(r"\((?P<pos>\d{1,2})\s*/\s*(?P<tot>\d{1,2})\)")
+
+
 def _derive_tnm(_: dict[str, str], text: str) -> dict[str, str]:
     out: dict[str, str] = {}
+    count = _TNM_COUNT.search(text)  # "pN1 (2/14)": the node count that gave the category
+    if count:
+        out |= {"n_positive": count.group("pos"), "n_total": count.group("tot")}
     for m in _TNM_PART.finditer(text):
         if m.group("t"):
             out["t"] = "T" + m.group("t").upper().replace("IS", "is") + (m.group("tsub") or "")

@@ -69,11 +69,12 @@ from pathgls.types import Entity
 
 #: Pathology ConText rules shipped with pathgls (medspaCy ConTextRule JSON).
 DEFAULT_CONTEXT_RULES = DEFAULT_LEXICON_DIR / "context_rules.json"
-#: medspaCy default rules left out: in pathology "X was negative" reports a stain result, and
-#: "evaluate for" / "to exclude" say what was looked for (re-added as HYPOTHETICAL).
+#: medspaCy default rules left out: in pathology "X was negative" reports a stain result,
+#: "evaluate for" / "to exclude" say what was looked for (re-added as HYPOTHETICAL), and ": no"
+#: reads "Bladder: no invasive carcinoma" as denying the bladder (re-added for "LVI: no.").
 DROPPED_DEFAULT_CONTEXT_RULES = frozenset(
     {"was negative", "negative on", "has been negative", "evaluate for", "test for"}
-    | {"checked for", "to exclude", "any other", "return", "ro"}
+    | {"checked for", "to exclude", "any other", "return", "ro", ": no"}
 )
 #: Types whose ConText negation is kept as ``negated``.
 NEGATABLE_TYPES = frozenset(
@@ -99,17 +100,22 @@ _FLAGS = {
 }
 _STRICT_GAP = re.compile(
     r"(?:[\s:\-–(]|\b(?:is|are|was|were|shows?|showed|scored?|staining|stains?|expression|status"
-    r"|protein|by|ihc|immunoreactivity|immunostain(?:ing)?|receptors?|result)\b)*$",
+    r"|protein|by|ihc|immunoreactivity|immunostain(?:ing)?|immunohistochemistry"
+    r"|immunohistochemical|receptors?|result)\b)*$",
     re.I,
 )
-_SIGN_GAP = re.compile(r"\s?\(?\s*(?:(?:score|ihc|intensity)\s*(?:of\s*)?)?:?\s*$", re.I)
+_SIGN_GAP = re.compile(
+    r"\s?\(?\s*(?:(?:score|ihc|intensity|immunohistochemistry|immunostain(?:ing)?|staining)"
+    r"\s*(?:of|is|was|:)?\s*)?:?\s*$",
+    re.I,
+)
 _LIST_GAP = re.compile(
     r"(?:[\s,/()&\-]|\b(?:and|or|for|of|in|on|with|to|the|both|as|well|focally|diffusely|strongly"
     r"|weakly|patchy|markers?|stains?|immunostains?|antibod(?:y|ies)|are|is|were|was|anti|show|shows"
     r"|showed|demonstrate|demonstrates|demonstrated|exhibit|exhibits|reveal|reveals)\b)*$",
     re.I,
 )
-_FORWARD_NEXT = re.compile(r"\s*(?:for|in|on|of)\b", re.I)
+_FORWARD_NEXT = re.compile(r"\s*(?:for|of)\b", re.I)  # "positive in/on the cells": not
 _FORWARD_WORDS = ("expresses", "express", "expressing", "of", "for")
 _PERCENT = re.compile(
     r"\s*[:(\-]?\s*(?:(?:labeling|labelling|proliferation|proliferative)\s+)?(?:index|expression|"
@@ -132,11 +138,13 @@ _MARGIN_CUES = re.compile(
     r"(?P<close>\bclose\b|\bnarrow\b|\bwithin\s+\d|\bapproach(?:es|ing)?\b|<\s*\d"
     r"|\bextend(?:s|ing)?\s+to\s+within\b)"
     r"|(?P<neg>\bnot\s+involv(?:ed|ing)\b|\buninvolved\b|\bfree\b|\bclear\b(?!\s+cell)|\bclean\b"
+    r"|\bnormal\b|\bunremarkable\b"
     r"|\bnegative\b|\b(?:no|without)\s+(?:evidence\s+of\s+)?(?:residual\s+)?(?:tumou?r|carcinoma"
     r"|malignancy|neoplasia|dysplasia|invasive|lesion|involvement)|\bR0\b)"
     r"|(?P<pos>\binvolv(?:ed|ing|ement)\b|\bpositive\b|\bextend(?:s|ing)?\s+(?:in)?to\b"
     r"|\b(?:tumou?r|carcinoma)\s+(?:is\s+)?(?:present\s+)?(?:at|on)\b"
-    r"|\btransected\b|\bR[12]\b)",
+    r"|\btransected\b|\bR[12]\b|\breach(?:es|ed|ing)?\b|\babut(?:s|ted|ting)?\b"
+    r"|\btouch(?:es|ed|ing)?\b)",
     re.I,
 )
 _SIDE_BEFORE = re.compile(r"\b(left|right|bilateral|both)\s+(?:[a-z]+\s+)?$", re.I)
@@ -275,9 +283,10 @@ class LexiconExtractor:
                     matches[id(span)] = (index, m)
                     spans.append(span)
         out = []
+        # a match across a sentence boundary is dropped before overlaps are resolved, so it
+        # never hides a shorter match inside one sentence ("Lymph node summary: 0/31 nodes")
+        spans = [s for s in spans if sent_of[s.start] == sent_of[s.end - 1]]
         for span in sorted(filter_spans(spans), key=lambda s: s.start):
-            if sent_of[span.start] != sent_of[span.end - 1]:
-                continue
             if id(span) not in matches:
                 term = self.lexicon.terms[span._.target_rule.metadata["term"]]
                 cand = _Cand(span, offset, term.type, term.concept, dict(term.attributes))

@@ -5,7 +5,8 @@ Relation types (head → tail):
 * ``result_of``: an IHC/biomarker result → the marker it reports on ("ER-positive");
 * ``modifier_of``: a descriptor, grade or size → the diagnosis or finding it qualifies;
 * ``located_in``: a diagnosis or finding → the anatomical site it is in;
-* ``supports``: an affirmed finding → a diagnosis stated elsewhere in the report;
+* ``supports``: an affirmed finding → a diagnosis stated elsewhere in the report (its first
+  statement);
 * ``same_as``: a later mention → the first mention of the same concept.
 
 The first three are looked for inside one sentence (nearest candidate wins); ``supports`` links
@@ -90,14 +91,18 @@ def extract_relations(parsed: ParsedReport, entities: Sequence[Entity]) -> list[
     # With a diagnosis section, findings support the diagnoses stated there; without one, any
     # diagnosis stated in another sentence.
     has_dx_section = any(s.kind == "diagnosis" for s in parsed.sections)
-    diagnoses = [
-        j
-        for j, e in enumerate(entities)
-        if e.type == "pathological_diagnosis"
-        and not e.negated
-        and sent[j] is not None
-        and (e.section == "diagnosis" or not has_dx_section)
-    ]
+    # the first statement of each diagnosis (later ones are linked to it by same_as), so a long
+    # report stays linear in size rather than findings × diagnoses
+    diagnoses = list(
+        {
+            e.concept or e.text.lower(): j
+            for j, e in reversed(list(enumerate(entities)))
+            if e.type == "pathological_diagnosis"
+            and not e.negated
+            and sent[j] is not None
+            and (e.section == "diagnosis" or not has_dx_section)
+        }.values()
+    )
     for i, e in enumerate(entities):
         if e.type not in FINDING_TYPES or e.negated or sent[i] is None:
             continue
