@@ -381,3 +381,19 @@ def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) ->
     )
     assert all(cards[("captioner", i)].status == "ok" for i in order)
     assert result.counts == {"ok": 4, "partial": 0, "failed": 4}
+
+
+def test_a_killed_writers_temporary_files_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    from pathgls.io.atomic import remove_stale_temporaries, write_text_atomic
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    cards = tmp_path / "scorecards" / "s"
+    cards.mkdir(parents=True)
+    stale = cards / f".a.json.{dead.pid}.x1y2z3.tmp"
+    live = cards / f".b.json.{os.getpid()}.q7w8e9.tmp"
+    stale.write_text("{")
+    live.write_text("{")
+    write_text_atomic(cards / "c.json", "{}")  # a finished write leaves no temporary file
+    assert remove_stale_temporaries(tmp_path) == [stale]
+    assert not stale.exists() and live.exists() and (cards / "c.json").read_text() == "{}"

@@ -16,7 +16,9 @@ def write_via(path: str | os.PathLike[str], writer: Callable[[Path], None]) -> P
     """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    # the writer's pid in the name lets a later run remove what a killed writer left
+    prefix = f".{out.name}.{os.getpid()}."
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=prefix, suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
     try:
@@ -45,3 +47,32 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:
     """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8."""
     return write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+
+
+def remove_stale_temporaries(root: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files that writers killed mid-write left under ``root``.
+
+    A temporary file is stale when the process named in it (see :func:`write_via`) no longer
+    runs on this machine; files of live writers are left alone.
+
+    Returns:
+        The files removed.
+    """
+    removed = []
+    for tmp in Path(root).rglob(".*.tmp"):
+        pid = tmp.name[: -len(".tmp")].split(".")[-2]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
 from pathgls.errors import ConfigError
+from pathgls.io.atomic import remove_stale_temporaries
 from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import new_manifest, now, write_manifest
@@ -90,6 +91,8 @@ def run_benchmark(
             log.warning("references for unknown items ignored: %s", ", ".join(unknown[:20]))
     store = ResultsStore(out)
     store.root.mkdir(parents=True, exist_ok=True)
+    for stale in remove_stale_temporaries(store.root):  # a killed run's half-written files
+        log.info("removed %s, left by a killed writer", stale)
     _warn_if_config_changed(store.root, config)
     save_effective_config(config, store.root)
     tasks = plan_tasks(items, config, store)
