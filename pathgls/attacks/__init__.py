@@ -1,4 +1,10 @@
-"""Attacks on the subject model: Macenko stain perturbation and the adversarial prompt library."""
+"""Attacks on the subject model: Macenko stain perturbation and the adversarial prompt library.
+
+Owns the batched torch Macenko stain fit and perturbation (:mod:`.stain`, :mod:`.macenko`)
+and the versioned prompt library (:mod:`.prompts`); nothing here calls a model.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`.
+"""
 
 from pathgls.attacks.prompts import (
     DEFAULT_ATTACK,

@@ -14,6 +14,8 @@
 
 Importing this package loads no model and no heavy library (sacrebleu, rouge-score, torch,
 transformers and krippendorff are imported by the functions that use them).
+
+May import: every stage up to :mod:`pathgls.hare` (DxAlign reads the stability Δ helpers).
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""The ``pathgls`` command line (typer). One module per command group."""
+"""The ``pathgls`` command line (typer). One module per command group.
+
+Each command parses its options into the typed config and calls a library function; no
+scoring happens here.
+
+May import: everything but :mod:`pathgls.testing`.
+"""
 
 from __future__ import annotations
 

@@ -33,6 +33,8 @@ defaults to None.
 This package sits just above :mod:`pathgls.types` and :mod:`pathgls.errors`: it imports no
 stage module, and the stages import their config (and the constants its validation needs) from
 here.
+
+May import: :mod:`pathgls.errors` only (it sits just above the core; every stage reads it).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Build one with :func:`build_encoder` from an :class:`~pathgls.config.EncoderConf
 (``pathgls models pull`` fetches them, see :mod:`pathgls.hub.store`). Importing this package
 loads no model and touches no network; transformers and open_clip are imported when an encoder
 is built.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`, :mod:`pathgls.hub`.
 """
 
 from pathgls.encoders import conch as _conch  # noqa: F401  (registers "conch")

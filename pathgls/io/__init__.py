@@ -1,4 +1,6 @@
 """Files in and out: atomic writes, checksums, the sample data, process memory tuning.
 
-Owns nothing about slides, models or scores. Imports only :mod:`pathgls.errors`.
+Owns nothing about slides, models or scores.
+
+May import: core (:mod:`pathgls.errors`, :mod:`pathgls.config`).
 """

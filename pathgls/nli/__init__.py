@@ -6,6 +6,8 @@ fine-tuned for NLI, the ``nli-deberta`` model card) and ``rules`` (offline clini
 contradiction rules over lexicon entities, with explanations). Weights are only ever read from
 local directories (``pathgls models pull nli-deberta`` / ``hf:<repo>`` fetches them).
 Importing this package loads no model and touches no network.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.hub`, :mod:`pathgls.text`.
 """
 
 from __future__ import annotations

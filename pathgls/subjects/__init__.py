@@ -3,6 +3,10 @@
 ``build_subject("openai:http://localhost:8000/v1#llava")`` parses the spec once and calls the
 factory registered for its kind (see :mod:`pathgls.subjects.base`). Importing this package
 registers every backend; none loads a model or opens a connection until it is built.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`, :mod:`pathgls.hub`,
+:mod:`pathgls.llm`, :mod:`pathgls.tiling`, :mod:`pathgls.encoders`, :mod:`pathgls.features`,
+:mod:`pathgls.text`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ medspaCy TargetMatcher over the project's pathology lexicon + ConText), ``hf-ner
 (token classification, e.g. HARE-NER, by repo id or local path) and ``llm:<base_url>#<model>``
 (an OpenAI-compatible endpoint asked for JSON). Importing this package registers them without
 loading any model.
+
+The scoped report graph (:mod:`.scope`: which part, organ, side, node station each statement
+is about) and the graph-consistency checks (:mod:`.consistency`) live here too.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`, :mod:`pathgls.hub`,
+:mod:`pathgls.llm`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Slides to patches: readers, resolution, tissue mask, grid and patch streaming."""
+"""Slides to patches: readers, resolution, tissue mask, grid and patch streaming.
+
+Owns the slide readers (OpenSlide, Pillow), resolution plans, the tissue mask, the patch grid
+and batched patch streaming; nothing here knows of models or reports.
+
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`.
+"""
 
 from pathgls.tiling.grid import PatchGrid, make_grid
 from pathgls.tiling.readers import ImageReader, OpenSlideReader, SlideReader
