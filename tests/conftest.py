@@ -61,3 +61,26 @@ def cmu_40x(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Path:
         mpp=0.2495,
         magnification=40,
     )
+
+
+# --- tiny random models, built once per test session (they prove wiring, never quality) ------
+
+
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Hugging Face CLIPModel directory (``hf:<dir>``); read-only for tests."""
+    from pathgls.testing import save_random_hf_clip
+
+    return save_random_hf_clip(tmp_path_factory.mktemp("tiny-models") / "clip", size="tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random DeBERTa-v2 NLI classifier (neutral, contradiction, entailment)."""
+    from pathgls.testing import save_random_nli_classifier
+
+    return save_random_nli_classifier(
+        tmp_path_factory.mktemp("tiny-models") / "nli",
+        size="tiny",
+        label_order=("neutral", "contradiction", "entailment"),
+    )

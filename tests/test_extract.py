@@ -25,13 +25,6 @@ from pathgls.tiling import make_grid, open_slide
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pathgls.testing import save_random_hf_clip
-
-    return save_random_hf_clip(tmp_path_factory.mktemp("models") / "tiny-clip", size="tiny")
-
-
 def _cfg(tiny_clip: Path, **stream):
     return load_config(encoder={"name": f"hf:{tiny_clip}"}, stream={"batch_size": 4, **stream})
 

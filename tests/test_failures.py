@@ -54,12 +54,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def replay_run(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Path:
+def replay_run(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path, tiny_clip: Path) -> Path:
     """A contradictory recorded report on the real CMU slide, grounded by a tiny random CLIP."""
-    from pathgls.testing import save_random_hf_clip
-
     root = tmp_path_factory.mktemp("replay")
-    clip = save_random_hf_clip(root / "clip")
+    clip = tiny_clip
     slides = root / "slides"
     slides.mkdir()
     (slides / cmu_slide.name).symlink_to(cmu_slide.resolve())

@@ -258,15 +258,10 @@ def test_a_pair_takes_the_larger_of_the_model_and_the_checks(lexicon) -> None:
 
 
 def test_finding_pairs_reach_an_hf_nli_model_with_the_right_sentences(
-    tmp_path: Path, lexicon
+    tiny_nli: Path, lexicon
 ) -> None:
     """Wiring only: a tiny random DeBERTa-v2 classifier sees the scoped finding↔finding pairs."""
-    from pathgls.testing import save_random_nli_classifier
-
-    model = save_random_nli_classifier(
-        tmp_path / "nli", size="tiny", label_order=("neutral", "contradiction", "entailment")
-    )
-    nli = build_nli(f"hf:{model}")
+    nli = build_nli(f"hf:{tiny_nli}")
     shown: list[tuple[str, str]] = []
     original = nli.contradiction
 

@@ -281,11 +281,10 @@ def test_benchmark_cli_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2
 
 
-def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path) -> None:
+def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path, tiny_clip: Path) -> None:
     from pathgls.runner.store import load_grounding_map
-    from pathgls.testing import save_random_hf_clip
 
-    clip = save_random_hf_clip(tmp_path / "clip")
+    clip = tiny_clip
     src = link(tmp_path / "slides", CMU, ROI)
     out = tmp_path / "run"
     report = (

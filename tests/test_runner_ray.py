@@ -133,14 +133,12 @@ def torch_threads(n: int) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def grounded(tmp_path_factory: pytest.TempPathFactory, tiny_clip: Path) -> dict[str, object]:
     """A slide and an ROI, two offline subjects, a tiny random CLIP; two local runs of them.
 
     ``local``: as a user runs it (torch on every core); ``local_1t``: torch on one thread, as
     in each Ray worker.
     """
-    from pathgls.testing import save_random_hf_clip
-
     base = tmp_path_factory.mktemp("ray")
     src = link(base / "slides", CMU, ROI)
     replay = base / "replay.jsonl"
@@ -151,7 +149,7 @@ def grounded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             for c in CONDITIONS
         )
     )
-    clip = save_random_hf_clip(base / "clip")
+    clip = tiny_clip
     config = load_config(
         run={"subjects": ("captioner-obedient", f"replay:{replay}")},
         encoder={"name": f"hf:{clip}"},

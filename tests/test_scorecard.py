@@ -86,14 +86,12 @@ def v1(name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+def run_dir(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, tiny_clip: Path) -> Path:
     """A real run: a recorded report on the real CMU slide grounded by a tiny random CLIP and
     scored against a reference (ok, every module), the same subject on a real ROI without a
     stain recording (partial) and a real TCGA slide without resolution metadata (failed)."""
-    from pathgls.testing import save_random_hf_clip
-
     root = tmp_path_factory.mktemp("cards")
-    clip = save_random_hf_clip(root / "clip")
+    clip = tiny_clip
     cmu = shared_data / "slides" / "cmu-1-small-region.svs"
     roi = shared_data / "tiles" / "tissue-level0-7352-11762-7864-12274.png"
     no_mpp = shared_data / "slides" / "tcga-cr-7395-01a-01-ts1.svs"

@@ -299,13 +299,14 @@ def test_cli_attack_and_stability(tiles_dir, tmp_path) -> None:
     assert r.exit_code == 2 and "unknown subject" in r.output
 
 
-def test_montage_and_patches_views_from_a_bag(cmu_slide, tmp_path, extractor, embedder) -> None:
+def test_montage_and_patches_views_from_a_bag(
+    cmu_slide, tmp_path, extractor, embedder, tiny_clip
+) -> None:
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder
     from pathgls.features.extract import extract_slide
-    from pathgls.testing import save_random_hf_clip
 
-    clip = save_random_hf_clip(tmp_path / "clip", size="tiny")
+    clip = tiny_clip
     cfg = load_config(encoder={"name": f"hf:{clip}"}, stream={"batch_size": 8})
     bag = extract_slide(
         slide=cmu_slide, out_dir=tmp_path, encoder=build_encoder(cfg.encoder), config=cfg
