@@ -71,7 +71,7 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Hugging Face CLIPModel directory (``hf:<dir>``); read-only for tests."""
     from pathgls.testing import save_random_hf_clip
 
-    return save_random_hf_clip(tmp_path_factory.mktemp("tiny-models") / "clip", size="tiny")
+    return save_random_hf_clip(tmp_path_factory.mktemp("tiny-models") / "tiny-clip", size="tiny")
 
 
 @pytest.fixture(scope="session")
