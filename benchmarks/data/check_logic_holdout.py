@@ -147,14 +147,16 @@ def report(items: list[dict], refs: dict[str, str]) -> None:
         total = sum(by_type[(kind, t)] for t in types)
         print(f"{kind}: {total}")
         for t in types:
-            texts = {refs[it['case_id']] for it in items if it["type"] == t}
+            texts = {refs[it["case_id"]] for it in items if it["type"] == t}
             print(f"  {t:24s} {by_type[(kind, t)]:3d}   ({len(texts)} reference texts)")
     lookalikes = sum(1 for it in items if it["type"] in LOOKALIKE_CONTROLS)
     case_ids = {it["case_id"] for it in items}
     texts = {refs[c] for c in case_ids}
     print(f"look-alike controls: {lookalikes}")
-    print(f"items: {len(items)}; distinct case ids: {len(case_ids)}; "
-          f"distinct reference texts: {len(texts)} of {len(set(refs.values()))}")
+    print(
+        f"items: {len(items)}; distinct case ids: {len(case_ids)}; "
+        f"distinct reference texts: {len(texts)} of {len(set(refs.values()))}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
