@@ -87,6 +87,11 @@ FIRES = [
     ("stage", "Invasive ductal carcinoma of the breast, 6.2 cm. Pathologic stage pT1c N0."),
     ("stage", "Colonic adenocarcinoma, pT3 pN0. Metastatic adenocarcinoma in 3 of 12 lymph nodes."),
     ("stage", "Adenocarcinoma, pT3 pN1 (0/14)."),
+    (
+        "node_status",
+        "Metastatic carcinoma in twenty-five of thirty lymph nodes. No lymph node metastasis.",
+    ),
+    ("node_counts", "Metastatic carcinoma in two of twenty-one lymph nodes. Lymph nodes: 5/21."),
     ("stage", "Prostatic adenocarcinoma, pT3a. The tumour is confined to the prostate."),
 ]
 SILENT = [
@@ -103,6 +108,21 @@ SILENT = [
     "tissue, negative for carcinoma.",
     "Metastatic carcinoma in the left pelvic lymph nodes, while the right pelvic lymph nodes "
     "show no tumour.",
+    # the site named before a denial, lists of organs, structures, separate specimens, other lesions
+    "Left breast, mastectomy: invasive lobular carcinoma, 3 cm. The right breast shows "
+    "fibrocystic change and no malignancy.",
+    "Serous carcinoma of the left ovary. The uterus, cervix and fallopian tubes are free of "
+    "tumour.",
+    "Clear cell renal cell carcinoma of the kidney. The adrenal gland received with the kidney "
+    "is free of carcinoma.",
+    "Colonic adenocarcinoma invading the muscularis propria. The serosa is free of tumour.",
+    "Invasive ductal carcinoma, 2 cm.\nSeparately submitted superior margin: no carcinoma "
+    "identified.",
+    "Gastric biopsy: adenocarcinoma. Esophageal biopsy: squamous mucosa (no dysplasia or "
+    "malignancy).",
+    "A 2 cm nodule in the right upper lobe shows adenocarcinoma. The two smaller nodules show "
+    "no tumour.",
+    "Tubular adenoma with high-grade dysplasia. A second polyp shows no dysplasia.",
     # part of a set
     "Metastatic carcinoma in 3 of 15 axillary lymph nodes. The remaining lymph nodes are negative.",
     "The deep margin is involved by carcinoma. The other margins are free.",

@@ -22,7 +22,7 @@ _WORD_NUMBERS = {
             "fourteen fifteen sixteen seventeen eighteen nineteen twenty",
         )
     )
-} | {"none": 0, "no": 0, "thirty": 30, "forty": 40}
+} | {"none": 0, "no": 0, "thirty": 30, "forty": 40, "fifty": 50}
 _FOUR_TIER = ("fuhrman", "who/isup", "isup", "who")
 _GRADE_SYSTEMS = {
     "nottingham": "nottingham",
@@ -158,8 +158,15 @@ def _derive_size(g: dict[str, str], _: str) -> dict[str, str] | None:
 
 
 def _count(word: str) -> int | None:
-    w = word.lower()
-    return int(w) if w.isdigit() else _WORD_NUMBERS.get(w)
+    """A count in digits or words ("12", "twelve", "twenty-five", "thirty two")."""
+    w = word.lower().strip()
+    if w.isdigit():
+        return int(w)
+    tens, _, ones = w.replace(" ", "-").partition("-")
+    if ones:
+        t, o = _WORD_NUMBERS.get(tens), _WORD_NUMBERS.get(ones)
+        return t + o if t is not None and o is not None and t % 10 == 0 and o < 10 else None
+    return _WORD_NUMBERS.get(w)
 
 
 def _derive_node_count(g: dict[str, str], _: str) -> dict[str, str] | None:

@@ -63,10 +63,19 @@ _PARTIAL = re.compile(
     r"\b(?:remaining|remainder|rest\s+of|other|additional|further|most|some|several|many|few"
     r"|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,3})\s+(?:of\s+)?(?:the\s+)?"
     r"(?:\w+\s+){0,4}?(?:lymph\s+)?(?:nodes?|margins?)\b"
-    r"|\b(?:remaining|remainder|rest\s+of|additional|residual|other)\b",
+    r"|\b(?:remaining|remainder|rest\s+of|additional|residual|other)\b"
+    r"|\bseparate(?:ly)?\s+(?:submitted|specimens?|parts?|wedges?|biops(?:y|ies))\b"
+    # some lesions of several: "the two smaller nodules", "a second lesion", "another polyp"
+    r"|\b(?:another|second|third|satellite|smaller)\s+(?:\w+\s+)?"
+    r"(?:nodules?|lesions?|masses|mass|polyps?|foci|focus|tumou?rs?)\b"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(?!(?:mm|cm)\b)(?:\w+\s+)?"
+    r"(?:nodules|lesions|masses|polyps|foci|tumou?rs)\b",
     re.I,
 )
-_PARTIAL_WORDS = frozenset({"remaining", "remainder", "rest", "additional", "residual", "other"})
+_PARTIAL_WORDS = frozenset(
+    {"remaining", "remainder", "rest", "additional", "residual", "other", "separate", "separately"}
+    | {"another", "second", "third", "satellite", "smaller"}
+)
 _ALL = re.compile(
     r"\b(?:all|each|every|none\s+of\s+the|both)\b(?:\s+\w+){0,3}?\s+(?:lymph\s+)?"
     r"(?:nodes?|margins?)\b",
@@ -187,6 +196,12 @@ def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
         out.sentence_scopes.append(base)
         for i in members:
             clause = _clause_of(text, sent.start, sent.end, entities[i])
+            if text[clause[0] : clause[0] + 1] == "(" and not any(
+                entities[j].type == "anatomical_site" and clause[0] <= entities[j].start < clause[1]
+                for j in members
+            ):  # "(no dysplasia or malignancy)": about what the parenthesis follows
+                before = [a for a, _ in clause_spans(text, sent.start, sent.end) if a < clause[0]]
+                clause = (before[-1] if before else sent.start, clause[1])
             out.clauses[i] = clause
             out.entity_scopes[i] = _entity_scope(text, entities, i, members, clause, base)
         prev_end = sent.end
@@ -336,6 +351,9 @@ def _own_sites(
     for site in sites:
         if _PROCEDURE_AFTER.match(text, site.end):
             continue
+        if site.start < e.start and e.negated:
+            out.append(site)  # "The right breast shows fibrocystic change and no malignancy"
+            continue
         lo, hi = sorted((site.start, e.start))
         between = [x for x in others if lo < x.start < hi and not _coordinated(text, e, x)]
         if not between:
@@ -344,6 +362,26 @@ def _own_sites(
 
 
 _COORDINATION = re.compile(r"\s*(?:,|and|or|nor|/|,\s*and|,\s*or)\s*")
+
+
+def _listed_with(text: str, sites: list[Entity], first: Entity) -> list[Entity]:
+    """``first`` and the sites that follow it in one list ("ovaries and fallopian tubes")."""
+    out = [first]
+    for site in sorted(sites, key=lambda x: x.start):
+        if site.start > out[-1].start and _COORDINATION_GAP.fullmatch(
+            text[out[-1].end : site.start]
+        ):
+            out.append(site)
+    return out
+
+
+_COORDINATION_GAP = re.compile(
+    r"[\s,]*(?:(?:and|or)\s+)?(?:the\s+)?(?:bilateral\s+|left\s+|right\s+)?", re.I
+)
+#: Structures of an organ that a negation may be about alone ("the serosa is free of tumour").
+_STRUCTURES = re.compile(
+    r"\b(?:serosa|serosal|subserosa|stroma|capsule|wall|surface|fat|parametri(?:um|a))\b", re.I
+)
 
 
 def _coordinated(text: str, a: Entity, b: Entity) -> bool:
@@ -401,15 +439,23 @@ def _entity_scope(
     elif organ_sites and not nodal:
         site = _nearest(e, organ_sites, text)
         roots = sorted({r for r in (organ_of(x) for x in organ_sites) if r})
-        if e.negated and len(roots) > 1:
-            organ = "|".join(roots)  # "ovaries and fallopian tubes are negative": each of them
+        listed = _listed_with(text, organ_sites, organ_sites[0])
+        if e.negated and len(roots) > 1 and len(listed) > 1:
+            # "ovaries and fallopian tubes are negative": each of them
+            organ = "|".join(sorted({r for r in (organ_of(x) for x in listed) if r}))
             side = _site_side(text, site) or base.side
+        elif e.negated and len(roots) > 1:  # "the adrenal received with the kidney is free"
+            organ = organ_of(organ_sites[0])
+            side = _site_side(text, organ_sites[0]) or base.side
         elif len(roots) == 1 or abs(site.start - e.start) <= 25:
             organ = organ_of(site)
             side = _site_side(text, site) or base.side
         parts = [x for x in organ_sites if x.attributes.get("part_of")]
         if parts and organ is not None:  # "the nipple is free of ...", "in the right upper lobe"
             locus = "|".join(sorted({x.concept for x in parts}))
+        structures = {m.group(0).lower() for m in _STRUCTURES.finditer(clause_text)}
+        if e.negated and structures and locus is None:  # "the serosa is free of tumour"
+            locus = "|".join(sorted(structures))
     if organ is None and e.attributes.get("site") and not nodal and not invasion:
         organ = _ORGAN_OF.get(e.attributes["site"], e.attributes["site"])
     if nodal:

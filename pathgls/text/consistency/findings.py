@@ -39,6 +39,8 @@ GENERIC_MALIGNANCY = frozenset(
     {"malignancy", "malignant neoplasm", "malignant tumor", "malignant cells", "tumor", "neoplasm"}
     | {"cancer", "carcinoma"}
 )
+#: Words for a lesion's shape that say nothing of which lesion it is.
+SHAPE_WORDS = frozenset({"tumor", "mass", "lesion", "nodule", "neoplasm", "neoplasia"})
 #: Invasion in general (not of one structure): denying it denies every invasive statement.
 GENERAL_INVASION = frozenset(
     {"invasion", "stromal invasion", "infiltrative growth", "invasive", "infiltrating"}
@@ -67,6 +69,8 @@ def _invasion(s: Statement) -> bool:
 def _denies(n: Statement, a: Statement) -> tuple[bool, bool]:
     """Whether denial ``n`` denies what ``a`` affirms, and whether only in general terms."""
     cn, ca = n.concept, a.concept
+    if cn in SHAPE_WORDS and ca in SHAPE_WORDS:
+        return False, False  # "a nodule" and "neither of these nodules": which nodule is which?
     if _invasion(n) and _invasion(a):
         # invasion is compared by the structure invaded: "no visceral pleural invasion" denies
         # "tumour cells penetrate the visceral pleura"; "no invasion" denies every invasion
