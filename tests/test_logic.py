@@ -46,6 +46,11 @@ FIRES = [
     ),
     ("polarity", "Tumor necrosis is present. Tumor necrosis is not seen."),
     (
+        "polarity",
+        "Lobectomy of the right upper lobe: squamous cell carcinoma without lymphovascular "
+        "invasion. Lymphovascular invasion is present.",
+    ),
+    (
         "in_situ_vs_invasive",
         "Ductal carcinoma in situ, no invasive carcinoma identified. "
         "Invasive ductal carcinoma measures 1.2 cm.",

@@ -323,6 +323,13 @@ _STATEMENT_TYPES = frozenset(
 _BLOCKING_TYPES = frozenset({"pathological_diagnosis", "metastasis"})
 #: Findings whose site is the structure invaded, not the organ of the tumour.
 _INVASION_GROUPS = frozenset({"invasion", "lvi", "pni", "extranodal_extension"})
+
+
+def _is_invasion(e: Entity) -> bool:
+    """An invasion finding, whose site is the structure invaded, not where it was seen."""
+    return e.attributes.get("group") in _INVASION_GROUPS and e.type != "pathological_diagnosis"
+
+
 #: Concepts that are about lymph nodes whatever the sentence says.
 _NODAL_CONCEPTS = frozenset({"nodal metastasis", "node-negative", "node-positive"})
 #: Tissues that are no organ of their own: a statement placed in them keeps its organ.
@@ -351,7 +358,7 @@ def _own_sites(
     for site in sites:
         if _PROCEDURE_AFTER.match(text, site.end):
             continue
-        if site.start < e.start and e.negated:
+        if site.start < e.start and e.negated and not _is_invasion(e):
             out.append(site)  # "The right breast shows fibrocystic change and no malignancy"
             continue
         lo, hi = sorted((site.start, e.start))
@@ -420,7 +427,7 @@ def _entity_scope(
     organ_sites = [x for x in sites if not is_node_site(x) and organ_of(x) not in _TISSUES]
     clause_text = text[lo:hi]
     organ, side, station, locus = base.organ, base.side, base.station, None
-    invasion = e.attributes.get("group") in _INVASION_GROUPS and e.type != "pathological_diagnosis"
+    invasion = _is_invasion(e)
     counts = [x for x in clause_entities if x.type in _NODE_TYPES]
     nodal = (
         e.type in _NODE_TYPES
