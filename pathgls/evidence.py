@@ -485,9 +485,31 @@ class HareEvidence(ModuleEvidence):
     backend: str = ""  # which HARE models scored it
 
 
+# --- report side ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportEvidence(ModuleEvidence):
+    """The report-side component's evidence: which backend scored the report against the
+    reference, its version, its raw score and what it compared."""
+
+    MODULE: ClassVar[str] = "report"
+
+    backend: str = ""  # dxalign, hare
+    version: str = ""  # the backend's version and models ("dxalign 1, minilm ...")
+    raw: Number | None = None  # the backend's own score, before mapping to [0, 1]
+    candidate_dx: str = ""  # DxAlign: what was embedded for the candidate
+    shared_behaviour: tuple[str, ...] = ()  # DxAlign: behaviours the two reports share
+    entity_f1: Number | None = None  # HARE: entity F1
+    relation_f1: Number | None = None  # HARE: relation F1
+
+
 #: Typed evidence record of each module that has one, by module name.
 EVIDENCE_TYPES: Mapping[str, type[ModuleEvidence]] = MappingProxyType(
-    {c.MODULE: c for c in (GroundingEvidence, LogicEvidence, StabilityEvidence, HareEvidence)}
+    {
+        c.MODULE: c
+        for c in (GroundingEvidence, LogicEvidence, StabilityEvidence, HareEvidence, ReportEvidence)
+    }
 )
 
 

@@ -6,6 +6,12 @@ missing, never replaced by a made-up number). When no weighted module could run 
 score is ``None`` with a reason, and the gate sends the report to human review — a missing
 score is never deployed.
 
+With a reference report the item also has a ``report`` module (the report-side component,
+:mod:`pathgls.baselines.report_side`), fused with its own weight. Modules that need a reference
+(``FusionConfig.reference_modules``) and are not on the card are *absent*: not fused, not
+missing, not counted in the gate's coverage and their floors not checked — the trust and the
+gate of an item without a reference are exactly those of its other modules.
+
 The reference code of PathGLS multiplies the fused score by 0.6 when ``S_l < 0.5`` and by
 0.8 when ``S_g < 0.25``. The paper does not describe these penalties, so they are off by
 default; ``FusionConfig(reference_penalties=True)`` turns them on for parity runs.
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -26,6 +32,7 @@ from pathgls.evidence import (
     GroundingEvidence,
     LogicEvidence,
     ModuleEvidence,
+    ReportEvidence,
     StabilityEvidence,
     read_evidence,
 )
@@ -54,6 +61,7 @@ class FusionResult:
     missing: dict[str, str]  # module → why it could not be used
     penalties: list[str] = field(default_factory=list)  # reference penalties that applied
     reason: str | None = None  # why trust is None
+    absent: tuple[str, ...] = ()  # reference modules without a reference: neither used nor missing
 
 
 def _missing_reason(score: ModuleScore | None) -> str | None:
@@ -64,6 +72,11 @@ def _missing_reason(score: ModuleScore | None) -> str | None:
     if _finite(score.value) is None:
         return f"non-finite value {score.value!r}"
     return None
+
+
+def absent_modules(modules: Mapping[str, ModuleScore], config: FusionConfig) -> tuple[str, ...]:
+    """Weighted modules that need a reference and are not on the card (the item has none)."""
+    return tuple(n for n in config.weights if n in config.reference_modules and n not in modules)
 
 
 def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionResult:
@@ -80,7 +93,10 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
     """
     available: dict[str, float] = {}
     missing: dict[str, str] = {}
+    absent = absent_modules(modules, config)
     for name, weight in config.weights.items():
+        if name in absent:
+            continue
         why = _missing_reason(modules.get(name))
         if why is not None:
             missing[name] = why
@@ -90,7 +106,11 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
     if total <= 0:
         detail = "; ".join(f"{n}: {r}" for n, r in missing.items()) or "no weighted module"
         return FusionResult(
-            trust=None, used={}, missing=missing, reason=f"no module could be fused ({detail})"
+            trust=None,
+            used={},
+            missing=missing,
+            reason=f"no module could be fused ({detail})",
+            absent=absent,
         )
     used = {name: w / total for name, w in available.items()}
     values = {name: float(modules[name].value) for name in used}  # type: ignore[arg-type]
@@ -102,7 +122,11 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
                 trust *= factor
                 penalties.append(f"{name} {values[name]:.3f} < {below}: trust ×{factor}")
     return FusionResult(
-        trust=float(min(max(trust, 0.0), 1.0)), used=used, missing=missing, penalties=penalties
+        trust=float(min(max(trust, 0.0), 1.0)),
+        used=used,
+        missing=missing,
+        penalties=penalties,
+        absent=absent,
     )
 
 
@@ -137,12 +161,28 @@ def _stability_note(ev: StabilityEvidence) -> str | None:
     return "; ".join(parts) or None
 
 
+def _report_note(ev: ReportEvidence) -> str | None:
+    parts = [f"{ev.backend or '?'} against the reference"]
+    raw = _finite(ev.raw)
+    if raw is not None:
+        parts.append(f"raw {raw:.3f}")
+    if ev.candidate_dx:
+        parts.append(f"report's diagnosis {ev.candidate_dx!r}")
+    if ev.shared_behaviour:
+        parts.append(f"shares {', '.join(ev.shared_behaviour)} with the reference")
+    f1 = _finite(ev.entity_f1)
+    if f1 is not None:
+        parts.append(f"entity F1 {f1:.3f}")
+    return "; ".join(parts)
+
+
 # the note of each module that has one, on its typed evidence
 _NOTES: Mapping[type[ModuleEvidence], Callable[[Any], str | None]] = MappingProxyType(
     {
         GroundingEvidence: _grounding_note,
         LogicEvidence: _logic_note,
         StabilityEvidence: _stability_note,
+        ReportEvidence: _report_note,
     }
 )
 
@@ -182,6 +222,7 @@ def route(
     modules: Mapping[str, ModuleScore],
     config: GateConfig,
     coverage: float | None = None,
+    absent: Collection[str] = (),
 ) -> GateDecision:
     """Route a report to deploy, review or reject, with reasons that point to the evidence.
 
@@ -195,6 +236,8 @@ def route(
         modules: The module scores (for floors and evidence).
         config: Thresholds and floors.
         coverage: Share of the fusion weight carried by the modules that ran (None: unchecked).
+        absent: Modules the item cannot have (a reference module without a reference): their
+            floors are not checked.
 
     Returns:
         The decision; its first reason is the one that decided the route.
@@ -210,6 +253,8 @@ def route(
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
     broken: list[str] = []
     for name, floor in config.floors.items():
+        if name in absent:
+            continue
         score = modules.get(name)
         value = _value_of(score)
         if value is None:
@@ -257,10 +302,23 @@ def gate_scorecard(card: ScoreCard, *, fusion: FusionConfig, gate: GateConfig) -
         listed among the decision's reasons.
     """
     fused = fuse(modules=card.modules, config=fusion)
-    total = sum(fusion.weights.values())
+    total = sum(w for n, w in fusion.weights.items() if n not in fused.absent)
     coverage = sum(fusion.weights[n] for n in fused.used) / total
-    decision = route(trust=fused.trust, modules=card.modules, config=gate, coverage=coverage)
+    decision = route(
+        trust=fused.trust,
+        modules=card.modules,
+        config=gate,
+        coverage=coverage,
+        absent=fused.absent,
+    )
     if fused.trust is None and fused.reason:
         decision.reasons[0] = f"no trust score: {fused.reason}"
+    for name in fusion.reference_modules:
+        if name in fused.used:
+            note = evidence_note(card.modules[name])
+            decision.reasons.append(
+                f"fused with the reference: {name} carries {fused.used[name]:.0%} of the trust "
+                f"({note})"
+            )
     decision.reasons.extend(f"reference penalty: {p}" for p in fused.penalties)
     return dataclasses.replace(card, trust=fused.trust, decision=decision)

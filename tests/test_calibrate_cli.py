@@ -96,8 +96,11 @@ def test_table_finds_logic_weights_and_ablation(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     cfg = tomllib.loads(out.read_text(encoding="utf-8"))
     weights = cfg["fusion"]["weights"]
-    assert set(weights) == set(MODS) and sum(weights.values()) == pytest.approx(1.0)
-    assert max(weights, key=weights.get) == "logic"
+    # the table has no report column: report is not searched and keeps its default weight
+    searched = {m: w for m, w in weights.items() if m != "report"}
+    assert set(searched) == set(MODS) and sum(searched.values()) == pytest.approx(1.0)
+    assert weights["report"] == pytest.approx(0.4)
+    assert max(searched, key=searched.get) == "logic"
     cal = cfg["calibration"]
     assert cal["n_rows"] == 60 and cal["spearman"] >= cal["default_spearman"]
     assert 0.0 < cfg["gate"]["deploy"] <= 1.0 and "review" not in cfg["gate"]
@@ -268,7 +271,12 @@ def test_labels_per_subject(tmp_path: Path) -> None:
         ("replay:b/x", 1.0),
         ("replay:b/y", 2.0),
     ]
-    assert joined.rows[1].scores == {"grounding": 0.1, "logic": 0.2, "stability": None}
+    assert joined.rows[1].scores == {
+        "grounding": 0.1,
+        "logic": 0.2,
+        "stability": None,
+        "report": None,  # no reference: absent
+    }
     assert joined.unlabelled == ("replay:a/z",) and joined.failed == ("replay:a/y",)
 
 

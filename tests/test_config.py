@@ -69,6 +69,7 @@ NON_DEFAULT = {
     "view": {"kind": "montage", "k": 4},
     "stain": {"factor_low": 0.8, "factor_high": 1.2, "max_batch": 4},
     "hare": {"combine": "sum", "type_weights": {"anatomical_site": 0.0}, "ner_threshold": 0.5},
+    "report": {"backend": "hare", "behaviour_weight": 0.2, "floor": 0.3},
 }
 
 
@@ -84,7 +85,14 @@ def test_defaults_follow_the_design() -> None:
     # no encoder unless one is named: a run reports grounding missing; extract uses plip
     assert c.encoder.name is None and DEFAULT_ENCODER == "plip"
     assert c.logic.top_k_fraction == 0.3 and c.logic.top_k is None
-    assert dict(c.fusion.weights) == {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+    # PathGLS's weights, and the report side's (fused only with a reference; see REPORT_WEIGHT)
+    assert dict(c.fusion.weights) == {
+        "grounding": 0.4,
+        "logic": 0.3,
+        "stability": 0.3,
+        "report": 0.4,
+    }
+    assert c.fusion.reference_modules == ("report",) and c.report.backend == "dxalign"
     assert (c.stain.io, c.stain.alpha, c.stain.beta) == (240.0, 1.0, 0.15)
     assert (c.stain.factor_low, c.stain.factor_high) == (0.7, 1.3)
     assert c.hare.ner_threshold == 0.7

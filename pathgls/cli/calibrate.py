@@ -14,7 +14,7 @@ from rich.table import Table
 from pathgls.cli.common import fail
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.meta.calibrate import (
-    MODULES,
+    DEFAULT_WEIGHTS,
     AblationRow,
     CalibrationError,
     ThresholdResult,
@@ -152,6 +152,15 @@ def _nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
+def fusion_weights(search: WeightSearchResult) -> dict[str, float]:
+    """The searched weights, plus the default weight (same scale) of every module not searched."""
+    searched = dict(search.weights)
+    base = sum(DEFAULT_WEIGHTS[m] for m in searched)
+    scale = sum(searched.values()) / base if base > 0 else 1.0
+    rest = {m: round(w * scale, 10) for m, w in DEFAULT_WEIGHTS.items() if m not in searched}
+    return searched | rest
+
+
 def calibration_toml(
     *,
     search: WeightSearchResult,
@@ -165,6 +174,10 @@ def calibration_toml(
     It is a pathgls config file (``[calibration]`` is a note table loaders skip), so
     ``pathgls benchmark --config`` can use it too.
 
+    ``[fusion.weights]`` holds the searched weights; a module the rows never scored (the
+    report side, when no item had a reference) keeps its default weight on the same scale, so
+    it is still fused where a later run has it.
+
     ``[gate]`` holds ``deploy`` when the target precision is reachable (rounded down to 6
     decimals, so the item at the threshold still deploys whatever the float rounding of the
     gate's trust) and ``review`` when given; ``[calibration]`` records where the values came from
@@ -177,13 +190,14 @@ def calibration_toml(
 
     from pathgls.config import config_from_dict
 
+    weights = fusion_weights(search)
     gate: dict[str, float] = {}
     if threshold.threshold is not None:
         gate["deploy"] = math.floor(threshold.threshold * 1e6) / 1e6
     if review is not None:
         gate["review"] = review
     try:  # the file is a pathgls config: it must load as one
-        config_from_dict({"fusion": {"weights": dict(search.weights)}, "gate": gate})
+        config_from_dict({"fusion": {"weights": weights}, "gate": gate})
     except ConfigError as e:
         raise ConfigError(f"cannot write this gate: {e}; pass --review at or below it") from e
     provenance: dict[str, Any] = {
@@ -196,7 +210,7 @@ def calibration_toml(
     }
     if threshold.threshold is not None:
         provenance.update(precision=threshold.precision, recall=threshold.recall)
-    data: dict[str, Any] = {"fusion": {"weights": dict(search.weights)}}
+    data: dict[str, Any] = {"fusion": {"weights": weights}}
     if gate:
         data["gate"] = gate
     data["calibration"] = {k: v for k, v in provenance.items() if not _nan(v)}
@@ -239,7 +253,7 @@ def calibrate(
     console = Console(stderr=True)
     try:
         rows = load_rows(source, labels=labels, console=console)
-        search = weight_search(rows=rows, modules=MODULES, step=step, min_weight=min_weight)
+        search = weight_search(rows=rows, step=step, min_weight=min_weight)
         abl = ablation(rows=rows, weights=search.weights)
         trust, y = trust_scores(rows=rows, weights=search.weights)
         threshold = thresholds_for_precision(

@@ -21,6 +21,7 @@ from pathgls.registry import Registry, RegistryEntry
 
 def registries() -> dict[str, Registry[Any]]:
     """Every registry of pathgls by kind, in pipeline order (imports their backends)."""
+    from pathgls.baselines.report_side import REPORT_SIDE
     from pathgls.encoders import ENCODERS
     from pathgls.hare.models import HARE_EMBEDDERS, HARE_RELATIONS
     from pathgls.meta.metrics import METRICS
@@ -39,6 +40,7 @@ def registries() -> dict[str, Registry[Any]]:
         DELTA_BACKENDS,
         HARE_RELATIONS,
         HARE_EMBEDDERS,
+        REPORT_SIDE,
         METRICS,
     )
     return {r.kind: r for r in ordered}

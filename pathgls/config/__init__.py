@@ -21,6 +21,7 @@ section         what it sets                                               modul
 ``view``        what a subject sees of a slide                             :mod:`.run`
 ``stain``       the Macenko stain perturbation                             :mod:`.run`
 ``hare``        the HARE reference metric                                  :mod:`.scoring`
+``report``      the report-side component (backend) fused with a reference :mod:`.scoring`
 ==============  =========================================================  ==================
 
 A TOML file holds any subset of the sections and keys (:func:`load_config`); an unknown section
@@ -64,6 +65,9 @@ from pathgls.config.scoring import (
     GROUNDED_TYPES,
     HARE_CHOICES,
     HARE_TYPES,
+    REFERENCE_MODULES,
+    REPORT_BACKENDS,
+    REPORT_WEIGHT,
     UNRELATED_COSINE,
     CheckWeights,
     FusionConfig,
@@ -71,6 +75,7 @@ from pathgls.config.scoring import (
     GroundingConfig,
     HareConfig,
     LogicConfig,
+    ReportConfig,
     StabilityConfig,
 )
 from pathgls.config.slide import (
@@ -105,6 +110,7 @@ class PathGLSConfig:
     view: ViewConfig = field(default_factory=ViewConfig)
     stain: StainConfig = field(default_factory=StainConfig)
     hare: HareConfig = field(default_factory=HareConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
 
 
 #: Tables a config file may carry that record where its values came from (``pathgls calibrate``
@@ -234,6 +240,9 @@ __all__ = [
     "HARE_TYPES",
     "MPP_AT_1X",
     "NOTE_TABLES",
+    "REFERENCE_MODULES",
+    "REPORT_BACKENDS",
+    "REPORT_WEIGHT",
     "SLIDE_SECTIONS",
     "STAIN_PRECISIONS",
     "UNRELATED_COSINE",
@@ -249,6 +258,7 @@ __all__ = [
     "ModelsConfig",
     "PathGLSConfig",
     "Precision",
+    "ReportConfig",
     "RunConfig",
     "StabilityConfig",
     "StainConfig",

@@ -3,7 +3,8 @@
 ``[grounding]`` :class:`GroundingConfig` (S_g), ``[logic]`` :class:`LogicConfig` (S_l),
 ``[stability]`` :class:`StabilityConfig` (S_s), ``[fusion]`` :class:`FusionConfig` (trust
 score), ``[gate]`` :class:`GateConfig` (deploy / review / reject), ``[hare]``
-:class:`HareConfig` (the reference-based metric). The constants their validation needs live
+:class:`HareConfig` (the reference-based metric), ``[report]`` :class:`ReportConfig` (the
+report-side component fused when an item has a reference). The constants their validation needs live
 here too; the stage modules import them from here.
 """
 
@@ -179,10 +180,22 @@ class StabilityConfig:
         )
 
 
-#: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3).
+#: Weight of the report-side component (a reference-based score, :class:`ReportConfig`) in the
+#: trust score, next to PathGLS's 0.4 / 0.3 / 0.3. It equals the grounding weight: both ask
+#: whether the diagnosis is right — grounding against the image, the report side against a
+#: pathologist's reference (DxAlign: Pearson r = 0.69 with pathologists on the HARE expert
+#: set, ``benchmarks/bench_meta.py``) — so with a reference it carries 0.4 / 1.4 ≈ 29 % of the
+#: trust and the reference-free modules keep the majority (a reference can be terse or about
+#: another block). Not fitted: ``pathgls calibrate`` searches it on labelled runs.
+REPORT_WEIGHT = 0.4
+
+#: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3; the report-side
+#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`).
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+    {"grounding": 0.4, "logic": 0.3, "stability": 0.3, "report": REPORT_WEIGHT}
 )
+#: Modules that need a reference report: an item without one has no such module (absent).
+REFERENCE_MODULES: tuple[str, ...] = ("report",)
 
 
 def _finite(x: Any) -> float | None:
@@ -201,6 +214,11 @@ class FusionConfig:
     # The reference code's penalties (×0.6 when S_l < 0.5, ×0.8 when S_g < 0.25); off: not in
     # the paper.
     reference_penalties: bool = False
+    # Modules scored only against a reference report: on a card without them (no reference)
+    # they are absent — not fused, not missing, not counted in the gate's coverage — so the
+    # trust and the gate are exactly those of the other modules. Scored but without a value
+    # (the backend failed), they are missing like any module.
+    reference_modules: tuple[str, ...] = REFERENCE_MODULES
 
     def __post_init__(self) -> None:
         try:
@@ -216,10 +234,19 @@ class FusionConfig:
             )
         require(sum(weights.values()) > 0, "weights sum to 0")
         object.__setattr__(self, "weights", MappingProxyType(weights))
+        refs = tuple(self.reference_modules)
+        require(
+            all(isinstance(m, str) and m for m in refs),
+            f"reference_modules must be module names, got {list(refs)!r}",
+        )
+        object.__setattr__(self, "reference_modules", refs)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # mappingproxy does not pickle; executors (Ray, processes) ship configs by pickle.
-        return (type(self), (dict(self.weights), self.reference_penalties))
+        return (
+            type(self),
+            (dict(self.weights), self.reference_penalties, self.reference_modules),
+        )
 
 
 @dataclass(frozen=True)
@@ -334,3 +361,37 @@ class HareConfig:
     def weight(self, hare_type: str) -> float:
         """Mention weight of ``hare_type`` in the entity means."""
         return float(self.type_weights.get(hare_type, 1.0)) if self.type_weights else 1.0
+
+
+#: The report-side backends (registered in :mod:`pathgls.baselines.report_side`).
+REPORT_BACKENDS = ("dxalign", "hare")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The report-side component: a reference-based score of the report, in [0, 1].
+
+    Scored for an item that has a reference report and fused with the weight
+    ``fusion.weights.report`` (see :data:`REPORT_WEIGHT`); see
+    :mod:`pathgls.baselines.report_side`.
+    """
+
+    # dxalign (offline: the run's entity extractor and sentence embedder) or hare (HARE with
+    # the models of [hare]; HARE-NER/RE/alignment when given there).
+    backend: str = "dxalign"
+    # DxAlign: weight of the shared-behaviour indicator (chosen on the HARE dev set).
+    behaviour_weight: float = 0.1
+    # DxAlign → [0, 1]: (DxAlign − floor) / (1 + behaviour_weight − floor), clipped; the floor is
+    # the median MiniLM cosine of unrelated reports, so an unrelated report scores 0.
+    floor: float = UNRELATED_COSINE
+
+    def __post_init__(self) -> None:
+        require(
+            self.backend in REPORT_BACKENDS,
+            f"backend must be one of {', '.join(REPORT_BACKENDS)}, got {self.backend!r}",
+        )
+        require(
+            0.0 <= self.behaviour_weight <= 1.0,
+            f"behaviour_weight must be in [0, 1], got {self.behaviour_weight}",
+        )
+        require(0.0 <= self.floor < 1.0, f"floor must be in [0, 1), got {self.floor}")

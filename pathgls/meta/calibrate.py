@@ -1,7 +1,8 @@
 """Module weights and gate thresholds from labelled data: the PathGLS calibration and ablation.
 
-A validation table holds, per item, the three module scores (grounding, logic, stability; any of
-them may be missing) and a label: an expert rank or score (higher = more trustworthy) or a binary
+A validation table holds, per item, the module scores (grounding, logic, stability, and the
+report-side ``report`` when the item had a reference; any of them may be missing) and a
+label: an expert rank or score (higher = more trustworthy) or a binary
 acceptable 0/1. The trust of a row under weights ``w`` is the weighted mean over the row's
 available modules, renormalised by the weight those modules carry.
 
@@ -29,13 +30,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats
 
+from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
 from pathgls.errors import CalibrationError
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
 
-MODULES: tuple[str, ...] = ("grounding", "logic", "stability")
-DEFAULT_WEIGHTS: Mapping[str, float] = {"grounding": 0.4, "logic": 0.3, "stability": 0.3}
+MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report")
+#: Columns a validation table may leave out (every item then lacks that module).
+OPTIONAL_COLUMNS: tuple[str, ...] = ("report",)
+DEFAULT_WEIGHTS: Mapping[str, float] = dict(FUSION_WEIGHTS)
 _TIE = 1e-12  # ρ values closer than this are ties
 
 
@@ -125,17 +129,17 @@ def _parse_float(text: str | None, *, what: str, where: str, allow_empty: bool) 
 
 
 def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
-    """Rows of a TSV/CSV with columns item_id, grounding, logic, stability, label.
+    """Rows of a TSV/CSV with columns item_id, grounding, logic, stability, label (and report).
 
     ``.csv`` files are comma-separated, anything else tab-separated. An empty module cell means
-    the module is missing for that item.
+    the module is missing for that item; without a ``report`` column no item has one.
 
     Raises:
         CalibrationError: unreadable file, missing columns, or a malformed line (named by number).
     """
     p = Path(path)
     delimiter = "," if p.suffix.lower() == ".csv" else "\t"
-    needed = ("item_id", *MODULES, "label")
+    needed = ("item_id", *(m for m in MODULES if m not in OPTIONAL_COLUMNS), "label")
     rows: list[ValidationRow] = []
     try:
         with open(p, newline="", encoding="utf-8") as fh:
@@ -152,8 +156,9 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
                         f"{where}: expected {len(fields)} fields separated by {delimiter!r}"
                     )
                 scores = {
-                    m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)
+                    m: _parse_float(r.get(m), what=f"{m} score", where=where, allow_empty=True)
                     for m in MODULES
+                    if m in fields
                 }
                 label = _parse_float(r["label"], what="label", where=where, allow_empty=False)
                 item_id = (r["item_id"] or "").strip() or f"line{line}"
@@ -252,6 +257,16 @@ def _coerce_row(row: ValidationRow | Mapping[str, object], i: int) -> Validation
     return ValidationRow(str(row.get("item_id", i)), clean, label)
 
 
+def scored_modules(rows: Sequence[ValidationRow | Mapping[str, object]]) -> tuple[str, ...]:
+    """The modules (in :data:`MODULES` order) with a finite score in at least one row."""
+    coerced = [_coerce_row(r, i) for i, r in enumerate(rows)]
+    return tuple(
+        m
+        for m in MODULES
+        if any((v := r.scores.get(m)) is not None and math.isfinite(float(v)) for r in coerced)
+    )
+
+
 def _check_modules(modules: Sequence[str]) -> tuple[str, ...]:
     mods = tuple(modules)
     if not mods or len(set(mods)) != len(mods) or any(m not in MODULES for m in mods):
@@ -330,7 +345,7 @@ def _as_dict(modules: Sequence[str], w: np.ndarray) -> dict[str, float]:
 def weight_search(
     *,
     rows: Sequence[ValidationRow | Mapping[str, object]],
-    modules: Sequence[str] = MODULES,
+    modules: Sequence[str] | None = None,
     step: float = 0.05,
     min_weight: float = 0.0,
 ) -> WeightSearchResult:
@@ -340,12 +355,15 @@ def weight_search(
     least ``min_weight``. A grid point that leaves some usable row without weight on any of its
     available modules is skipped (its ρ would be over fewer rows, not comparable), as is one with
     constant trust. Ties in ρ go to the point closest (Euclidean) to the default weights
-    0.4/0.3/0.3, then to the lexicographically first.
+    (0.4/0.3/0.3, and 0.4 for the report side, renormalised over ``modules``), then to the
+    lexicographically first. A row without a report (no reference) is scored on its other
+    modules, as the fusion does.
 
     Args:
         rows: ``ValidationRow`` objects, or mappings with a ``label`` and the module scores
             (flat or under ``scores``); ``None`` = module missing.
-        modules: modules to weight, a subset of grounding, logic, stability.
+        modules: modules to weight, a subset of grounding, logic, stability, report (None: those
+            scored in at least one row).
         step: grid spacing; ``1 / step`` must be a whole number.
         min_weight: lower bound of every weight (a multiple of ``step``).
 
@@ -353,7 +371,7 @@ def weight_search(
         CalibrationError: bad grid, fewer than 3 usable rows, constant labels, or no grid point
             that scores every usable row.
     """
-    mods = _check_modules(modules)
+    mods = _check_modules(scored_modules(rows) if modules is None else modules)
     if not 0 < step <= 1 or abs(1 / step - round(1 / step)) > 1e-9:
         raise CalibrationError(f"step must divide 1 (e.g. 0.05, 0.1); got {step}")
     units = round(1 / step)

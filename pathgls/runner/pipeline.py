@@ -47,6 +47,8 @@ class Models:
     subjects: dict[str, Subject]
     hare: Any | None = None
     foils: Any | None = None  # FoilEmbeddings: the foil bank embedded once per worker
+    report: Any | None = None  # ReportScorer of the report-side component (items with a reference)
+    report_error: str | None = None  # why there is no report scorer
     # subject → errors of its latest consecutive items without an original report
     subject_failures: dict[str, list[str]] = field(default_factory=dict)
 
@@ -75,6 +77,9 @@ class Models:
                 "embedder": describe_model(hare.embedder),
                 "relations": describe_model(hare.relations),
             },
+            "report": None
+            if self.report is None
+            else {"backend": self.report.backend, "version": self.report.version},
         }
 
 
@@ -125,7 +130,7 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
             f"stability.delta = 'nli' needs entailment probabilities; the NLI backend "
             f"{config.models.nli!r} (models.nli) has none: give an hf:<dir> NLI model"
         )
-    return Models(
+    models = Models(
         extractor=build_extractor(config.models.extractor),
         nli=nli,
         embedder=build_embedder(config.models.embedder),
@@ -134,6 +139,25 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
         hare=hare_models,
         foils=foils,
     )
+    return _with_report_scorer(models, config)
+
+
+def _with_report_scorer(models: Models, config: PathGLSConfig) -> Models:
+    """``models`` with the report-side scorer, or the reason there is none (items with a
+    reference then get a missing ``report`` module with it)."""
+    from pathgls.baselines.report_side import ReportModels, build_report_scorer
+
+    needs = ReportModels(
+        extractor=models.extractor,
+        embedder=models.embedder,
+        hare=models.hare,
+        hare_config=config.hare,
+    )
+    try:
+        models.report = build_report_scorer(config=config.report, models=needs)
+    except ConfigError as e:
+        models.report_error = f"report-side backend {config.report.backend!r}: {e}"
+    return models
 
 
 class _TimedSubject:
@@ -280,7 +304,7 @@ def _base_inputs(
         "view": item.kind if item.kind == "roi" else config.view.kind,
         "encoder": described.get("encoder"),
         # repo ids and revisions of the text models (extractor, NLI, embedder, HARE's)
-        "models": {k: described.get(k) for k in ("extractor", "nli", "embedder", "hare")},
+        "models": {k: described.get(k) for k in ("extractor", "nli", "embedder", "hare", "report")},
         "extractor": config.models.extractor,
         "nli": config.models.nli,
         "embedder": config.models.embedder,
@@ -434,6 +458,9 @@ def _evaluate_subject(
                 modules["hare"] = _hare(
                     item.reference, run.reports["original"].text, models.hare, config
                 )
+        if item.reference is not None:
+            with _timed(timings, "report"):
+                modules["report"] = _report(item.reference, run.reports["original"].text, models)
         status = "partial" if errors else "ok"
     card = ScoreCard(
         item_id=item.item_id,
@@ -496,6 +523,16 @@ def _grounding(
             )
             res.score.evidence["map"] = str(path.relative_to(store.root))  # GroundingEvidence.map
     return res.score
+
+
+def _report(reference: str, candidate: str, models: Models) -> ModuleScore:
+    """The report-side component against the item's reference (missing without a scorer)."""
+    from pathgls.baselines.report_side import MODULE, report_score
+
+    if models.report is None:
+        reason = models.report_error or "no report-side scorer was loaded"
+        return ModuleScore(name=MODULE, value=None, missing_reason=reason)
+    return report_score(reference=reference, candidate=candidate, scorer=models.report)
 
 
 def _hare(reference: str, candidate: str, hare_models: Any, config: PathGLSConfig) -> ModuleScore:
