@@ -162,7 +162,9 @@ def _stability_note(ev: StabilityEvidence) -> str | None:
 
 
 def _report_note(ev: ReportEvidence) -> str | None:
-    parts = [f"{ev.backend or '?'} against the reference"]
+    if not ev.backend:
+        return None
+    parts = [f"{ev.backend} against the reference"]
     raw = _finite(ev.raw)
     if raw is not None:
         parts.append(f"raw {raw:.3f}")

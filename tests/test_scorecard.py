@@ -35,6 +35,7 @@ from pathgls.evidence import (
     HareEvidence,
     LogicEvidence,
     Record,
+    ReportEvidence,
     SkippedEntity,
     StabilityEvidence,
     TopPatch,
@@ -78,6 +79,7 @@ RECORD_DEFS = {
     FindingChanges: "finding_changes",
     HareEvidence: "hare_evidence",
     HareEntityMatch: "hare_entity_match",
+    ReportEvidence: "report_evidence",
 }
 
 
@@ -395,7 +397,8 @@ def test_typed_evidence_round_trips_every_real_card(
             assert ev.to_dict() == score.evidence and ev.extra == {}
             assert type(ev).from_dict(ev.to_dict()) == ev
             n += 1
-    assert n == 4 + 3 + 4 + 3  # ok: 4 modules, partial: 3, and their v1 twins
+    # ok: 5 modules (the report side with its reference), partial: 3, their v1 twins: 4 and 3
+    assert n == 5 + 3 + 4 + 3
 
 
 def test_grounding_evidence_attributes(run_cards: dict[str, ScoreCard], run_dir: Path) -> None:
