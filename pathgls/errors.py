@@ -267,6 +267,10 @@ class CalibrationError(PathGLSError, ValueError):
     """A validation table or calibration request cannot be used."""
 
 
+class ComparisonError(PathGLSError, ValueError):
+    """A paired comparison cannot be made (unknown subject, too few shared items, bad options)."""
+
+
 # -- results ------------------------------------------------------------------------------------
 
 
@@ -283,6 +287,10 @@ class EvidenceError(ScoreCardError):
 
 class NoScoreCardsError(PathGLSError):
     """A folder holds no readable ScoreCard (not a run directory, or an empty run)."""
+
+
+class RunReportError(PathGLSError):
+    """The HTML run report cannot be written (its template, or the output file)."""
 
 
 # -- warnings -----------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ EXPECTED_COLUMNS = [
     "deploy",
     "review",
     "reject",
-] + [f"{m}_{s}" for m in METRICS for s in ("n", "mean", "ci_low", "ci_high")]
+] + [f"{m}_{s}" for m in METRICS for s in ("n", "mean", "ci_low", "ci_high")] + ["rank"]
 
 
 def _module(name: str, value: float | None) -> ModuleScore:
@@ -180,6 +180,8 @@ def test_summarise_metric_values(cards: list[ScoreCard]) -> None:
         assert math.isnan(row["hare_ci_low"]) and math.isnan(row["hare_ci_high"])
     zeta = table.loc["zeta"]
     assert (zeta["trust_n"], zeta["trust_mean"]) == (1, pytest.approx(0.8))
+    # zeta's one trust (0.8) lies inside captioner's CI: they share rank 1
+    assert cap["trust_ci_high"] >= 0.8 and (cap["rank"], zeta["rank"]) == (1, 1)
     assert zeta["stability_n"] == 0
 
 

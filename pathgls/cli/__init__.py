@@ -13,6 +13,7 @@ import typer
 from pathgls.cli import attack as _attack
 from pathgls.cli import benchmark as _benchmark
 from pathgls.cli import calibrate as _calibrate
+from pathgls.cli import compare as _compare
 from pathgls.cli import data as _data
 from pathgls.cli import demo as _demo
 from pathgls.cli import extract as _extract
@@ -38,6 +39,7 @@ _meta.register(app)
 _gate.register(app)
 _calibrate.register(app)
 _benchmark.register(app)
+_compare.register(app)
 _demo.register(app)
 _listing.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")

@@ -20,12 +20,15 @@ import pandas as pd
 
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.io.atomic import write_via
+from pathgls.meta.compare import rank_with_ties
 from pathgls.types import ROUTES, STATUSES, ScoreCard
 
-METRICS = ("grounding", "logic", "stability", "hare", "trust")
+METRICS = ("grounding", "logic", "stability", "hare", "report", "trust")
 COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in STATUSES), *ROUTES)
 STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
-COLUMNS = COUNT_COLUMNS + tuple(f"{m}_{s}" for m in METRICS for s in STAT_SUFFIXES)
+#: Rank by mean trust, 1 = best, shared where the trust CIs overlap (empty: no trust score).
+RANK_COLUMN = "rank"
+COLUMNS = COUNT_COLUMNS + tuple(f"{m}_{s}" for m in METRICS for s in STAT_SUFFIXES) + (RANK_COLUMN,)
 
 _MAX_BOOT_ELEMENTS = 5_000_000  # resampled indices held at once by bootstrap_ci
 _UNKNOWN_SUBJECT = "unknown"
@@ -94,9 +97,10 @@ def _values(cards: list[ScoreCard], metric: str) -> list[float]:
 def _dtypes() -> dict[str, str]:
     """Column dtypes of the summary table: counts are integers, statistics floats."""
     counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in METRICS)]
-    return {
+    out = {
         c: "object" if c == "subject" else "int64" if c in counts else "float64" for c in COLUMNS
     }
+    return out  # rank is float64: NaN for a subject without any trust score
 
 
 def summarise(
@@ -114,6 +118,8 @@ def summarise(
     Returns:
         Rows sorted by subject, columns :data:`COLUMNS`. Failed cards count in ``n_items`` and
         ``n_failed`` but give no values; a metric without values has ``n`` 0 and NaN statistics.
+        ``rank`` ranks the subjects by mean trust with ties where their CIs overlap
+        (:func:`pathgls.meta.compare.rank_with_ties`); ``pathgls compare`` tests the pairs.
 
     Raises:
         ConfigError: ``n_boot`` or ``confidence`` is out of range.
@@ -136,6 +142,13 @@ def summarise(
             row[f"{metric}_mean"] = float(np.mean(xs)) if xs else math.nan
             row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low, high
         rows.append(row)
+    ranks = rank_with_ties(
+        [r["trust_mean"] for r in rows],
+        [r["trust_ci_low"] for r in rows],
+        [r["trust_ci_high"] for r in rows],
+    )
+    for row, rank in zip(rows, ranks, strict=True):
+        row[RANK_COLUMN] = math.nan if rank is None else float(rank)
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype(_dtypes())
 
 
@@ -287,7 +300,13 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     shown = [m for m in METRICS if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
     absent = [m for m in METRICS if m not in shown]
     caption = f"missing for every subject: {', '.join(absent)}" if absent else None
+    caption = "; ".join(
+        x
+        for x in (caption, "rank: by mean trust, shared where the trust CIs overlap")
+        if x is not None
+    )
     out = Table(title="PathGLS benchmark summary", caption=caption)
+    out.add_column("rank", justify="right")
     out.add_column("subject", style="bold", overflow="fold")
     out.add_column("items", justify="right")
     out.add_column("ok/part/fail", justify="right")
@@ -298,7 +317,13 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
         statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
         routes = "/".join(str(int(row[r])) for r in ROUTES)
         metrics = [Text(_format_metric(row, m)) for m in shown]
+        rank = row[RANK_COLUMN]
         out.add_row(
-            escape(str(row["subject"])), str(int(row["n_items"])), statuses, routes, *metrics
+            "–" if not math.isfinite(rank) else str(int(rank)),
+            escape(str(row["subject"])),
+            str(int(row["n_items"])),
+            statuses,
+            routes,
+            *metrics,
         )
     console.print(out)

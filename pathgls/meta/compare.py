@@ -1,0 +1,299 @@
+"""Paired comparison of subjects (VLMs) scored on the same items, and a rank with ties.
+
+Two subjects of one run answered on the same slides, so their scores are *paired*: the question
+"is A better than B?" is about the per-item differences ``d_i = A_i − B_i`` over the items both
+completed (card not failed, value finite), never about two separate means. For each pair:
+
+- the mean difference and a paired percentile-bootstrap CI (items resampled, both subjects
+  together, i.e. the bootstrap of the mean of ``d``);
+- a two-sided paired sign-flip permutation p-value (``scipy.stats.permutation_test``, exact
+  when 2^n is within the resample budget) — the p-value Holm corrects — and the Wilcoxon
+  signed-rank p-value (``scipy.stats.wilcoxon``; None when every difference is 0);
+- win / tie / loss counts (a tie: ``|d_i| ≤ tie_margin``);
+- Holm's step-down correction across all the pairs compared;
+- the items where the two disagree most.
+
+Fewer than ``min_items`` shared items is a :class:`~pathgls.errors.ComparisonError`, not a
+p-value on noise. :func:`rank_with_ties` ranks subjects by their mean with ties where their CIs
+overlap (the summary table's ``rank``).
+
+Pure functions over numbers and ScoreCards; no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from pathgls.errors import ComparisonError
+from pathgls.types import ScoreCard
+
+#: What can be compared: the trust score or one module's value.
+COMPARABLE = ("trust", "grounding", "logic", "stability", "report")
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """How a paired comparison is made."""
+
+    # Fewer shared items than this: refuse (a p-value on a handful of items misleads).
+    min_items: int = 5
+    # Bootstrap resamples of the mean difference.
+    n_boot: int = 2000
+    # Coverage of the CI.
+    confidence: float = 0.95
+    # Permutation resamples (exact sign-flip enumeration when 2^n is at most this).
+    n_permutations: int = 9999
+    # |A − B| at or below this is a tie.
+    tie_margin: float = 1e-9
+    # Items listed where the two disagree most.
+    top: int = 5
+    # Seed of the bootstrap and of the permutations.
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.min_items >= 2, f"min_items must be at least 2, got {self.min_items}"),
+            (self.n_boot >= 100, f"n_boot must be at least 100, got {self.n_boot}"),
+            (0 < self.confidence < 1, f"confidence must be in (0, 1), got {self.confidence}"),
+            (self.n_permutations >= 99, "n_permutations must be at least 99"),
+            (self.tie_margin >= 0, f"tie_margin must be ≥ 0, got {self.tie_margin}"),
+            (self.top >= 0, f"top must be ≥ 0, got {self.top}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ComparisonError(message)
+
+
+@dataclass(frozen=True)
+class ItemDifference:
+    """One shared item: both values and A − B."""
+
+    item_id: str
+    a: float
+    b: float
+    difference: float
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Subject ``a`` against subject ``b`` on ``metric`` over their shared items."""
+
+    a: str
+    b: str
+    metric: str
+    n: int  # shared items
+    mean_a: float
+    mean_b: float
+    mean_difference: float  # mean of A − B (> 0: A scores higher)
+    ci_low: float
+    ci_high: float
+    p_permutation: float  # two-sided paired sign-flip permutation test
+    p_wilcoxon: float | None  # None when every difference is 0
+    p_holm: float  # p_permutation, Holm-corrected across the pairs compared
+    wins: int  # items where A > B (beyond the tie margin)
+    ties: int
+    losses: int
+    disagreements: tuple[ItemDifference, ...]  # largest |A − B| first
+    only_a: int  # items A completed that B did not
+    only_b: int
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Every pair compared, with the settings used."""
+
+    metric: str
+    subjects: tuple[str, ...]
+    pairs: tuple[PairComparison, ...]
+    config: CompareConfig
+
+
+def _value(card: ScoreCard, metric: str) -> float | None:
+    if metric == "trust":
+        t = card.trust
+        return float(t) if t is not None and math.isfinite(t) else None
+    return card.value(metric)
+
+
+def completed_values(cards: Iterable[ScoreCard], *, metric: str) -> dict[str, dict[str, float]]:
+    """``subject → item_id → value`` of ``metric`` over the cards that are not failed.
+
+    Raises:
+        ComparisonError: ``metric`` is not one of :data:`COMPARABLE`.
+    """
+    if metric not in COMPARABLE:
+        raise ComparisonError(f"unknown metric {metric!r}; known: {', '.join(COMPARABLE)}")
+    out: dict[str, dict[str, float]] = {}
+    for card in cards:
+        bucket = out.setdefault(card.subject, {})
+        if card.status == "failed":
+            continue
+        v = _value(card, metric)
+        if v is not None:
+            bucket[card.item_id] = v
+    return out
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given), capped at 1."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return [float(x) for x in adjusted]
+
+
+def _bootstrap_mean_ci(d: np.ndarray, cfg: CompareConfig) -> tuple[float, float]:
+    rng = np.random.default_rng(cfg.seed)
+    idx = rng.integers(0, d.size, size=(cfg.n_boot, d.size))
+    means = d[idx].mean(axis=1)
+    alpha = (1.0 - cfg.confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def _p_permutation(d: np.ndarray, cfg: CompareConfig) -> float:
+    if not np.any(np.abs(d) > 0):
+        return 1.0
+    res = stats.permutation_test(
+        (d,),
+        np.mean,
+        permutation_type="samples",  # one sample: flips the sign of each difference
+        n_resamples=cfg.n_permutations,
+        alternative="two-sided",
+        random_state=cfg.seed,
+    )
+    return float(min(1.0, res.pvalue))
+
+
+def _p_wilcoxon(d: np.ndarray) -> float | None:
+    if not np.any(d != 0):
+        return None
+    return float(stats.wilcoxon(d, zero_method="zsplit", alternative="two-sided").pvalue)
+
+
+def compare_pair(
+    *,
+    a: str,
+    b: str,
+    values_a: Mapping[str, float],
+    values_b: Mapping[str, float],
+    metric: str = "trust",
+    config: CompareConfig | None = None,
+) -> PairComparison:
+    """Compare ``a`` with ``b`` over the items both have (``p_holm`` = ``p_permutation``).
+
+    Raises:
+        ComparisonError: fewer than ``config.min_items`` shared items.
+    """
+    cfg = config or CompareConfig()
+    shared = sorted(set(values_a) & set(values_b))
+    if len(shared) < cfg.min_items:
+        raise ComparisonError(
+            f"{a} and {b} share {len(shared)} completed item(s) on {metric} ({a}: "
+            f"{len(values_a)}, {b}: {len(values_b)}); a paired comparison needs at least "
+            f"{cfg.min_items} (min_items)"
+        )
+    x = np.array([values_a[i] for i in shared], dtype=np.float64)
+    y = np.array([values_b[i] for i in shared], dtype=np.float64)
+    d = x - y
+    low, high = _bootstrap_mean_ci(d, cfg)
+    p = _p_permutation(d, cfg)
+    wins = int((d > cfg.tie_margin).sum())
+    losses = int((d < -cfg.tie_margin).sum())
+    order = sorted(range(len(shared)), key=lambda k: (-abs(d[k]), shared[k]))
+    top = tuple(
+        ItemDifference(shared[k], float(x[k]), float(y[k]), float(d[k]))
+        for k in order[: cfg.top]
+        if abs(d[k]) > cfg.tie_margin
+    )
+    return PairComparison(
+        a=a,
+        b=b,
+        metric=metric,
+        n=len(shared),
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        mean_difference=float(d.mean()),
+        ci_low=low,
+        ci_high=high,
+        p_permutation=p,
+        p_wilcoxon=_p_wilcoxon(d),
+        p_holm=p,
+        wins=wins,
+        ties=len(shared) - wins - losses,
+        losses=losses,
+        disagreements=top,
+        only_a=len(set(values_a) - set(values_b)),
+        only_b=len(set(values_b) - set(values_a)),
+    )
+
+
+def compare_subjects(
+    *,
+    cards: Iterable[ScoreCard],
+    subjects: Sequence[str] | None = None,
+    metric: str = "trust",
+    config: CompareConfig | None = None,
+) -> ComparisonResult:
+    """Every pair of ``subjects`` (default: all of the run's), Holm-corrected across pairs.
+
+    ``subjects`` may name the same subject twice (a null comparison: every difference is 0).
+
+    Raises:
+        ComparisonError: an unknown metric or subject, fewer than two subjects, or a pair with
+            fewer than ``min_items`` shared items (the message names the pair).
+    """
+    cfg = config or CompareConfig()
+    values = completed_values(cards, metric=metric)
+    chosen = tuple(subjects) if subjects is not None else tuple(sorted(values))
+    unknown = [s for s in chosen if s not in values]
+    if unknown:
+        raise ComparisonError(
+            f"no card of subject(s) {', '.join(unknown)} in the run; subjects: "
+            f"{', '.join(sorted(values)) or '(none)'}"
+        )
+    if len(chosen) < 2:
+        raise ComparisonError(f"a comparison needs two subjects; got {list(chosen)}")
+    pairs = [
+        compare_pair(a=a, b=b, values_a=values[a], values_b=values[b], metric=metric, config=cfg)
+        for a, b in itertools.combinations(chosen, 2)
+    ]
+    adjusted = holm([p.p_permutation for p in pairs])
+    pairs = [
+        PairComparison(**{**vars(p), "p_holm": q}) for p, q in zip(pairs, adjusted, strict=True)
+    ]
+    return ComparisonResult(metric=metric, subjects=chosen, pairs=tuple(pairs), config=cfg)
+
+
+def rank_with_ties(
+    means: Sequence[float], lows: Sequence[float], highs: Sequence[float]
+) -> list[int | None]:
+    """Rank (1 = best, higher is better) with ties where the CIs overlap.
+
+    A subject's rank is 1 + the number of subjects whose CI lies wholly above its own: subjects
+    whose intervals overlap share a rank unless a third separates them. A missing CI bound (one
+    item) is the mean itself; a missing mean is unranked (None).
+    """
+    lo = [m if not math.isfinite(x) else x for m, x in zip(means, lows, strict=True)]
+    hi = [m if not math.isfinite(x) else x for m, x in zip(means, highs, strict=True)]
+    out: list[int | None] = []
+    for i, m in enumerate(means):
+        if not math.isfinite(m):
+            out.append(None)
+            continue
+        above = sum(
+            1 for j, mj in enumerate(means) if j != i and math.isfinite(mj) and lo[j] > hi[i]
+        )
+        out.append(1 + above)
+    return out
