@@ -118,9 +118,10 @@ def test_refusals() -> None:
     few = {**b, "x0": 0.1, "x1": 0.2}
     with pytest.raises(ComparisonError, match=r"share 2 .* at least 5"):
         compare_pair(a="A", b="B", values_a=a, values_b=few)
-    assert compare_pair(
-        a="A", b="B", values_a=a, values_b=few, config=CompareConfig(min_items=2)
-    ).n == 2
+    assert (
+        compare_pair(a="A", b="B", values_a=a, values_b=few, config=CompareConfig(min_items=2)).n
+        == 2
+    )
     cards = _cards("A", a)
     with pytest.raises(ComparisonError, match="no card of subject"):
         compare_subjects(cards=cards, subjects=["A", "Z"])

@@ -24,16 +24,20 @@ from pathgls.runner.summary import (
 )
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
-EXPECTED_COLUMNS = [
-    "subject",
-    "n_items",
-    "n_ok",
-    "n_partial",
-    "n_failed",
-    "deploy",
-    "review",
-    "reject",
-] + [f"{m}_{s}" for m in METRICS for s in ("n", "mean", "ci_low", "ci_high")] + ["rank"]
+EXPECTED_COLUMNS = (
+    [
+        "subject",
+        "n_items",
+        "n_ok",
+        "n_partial",
+        "n_failed",
+        "deploy",
+        "review",
+        "reject",
+    ]
+    + [f"{m}_{s}" for m in METRICS for s in ("n", "mean", "ci_low", "ci_high")]
+    + ["rank"]
+)
 
 
 def _module(name: str, value: float | None) -> ModuleScore:
