@@ -23,6 +23,7 @@ from pathgls.cli import listing as _listing
 from pathgls.cli import logic as _logic
 from pathgls.cli import meta as _meta
 from pathgls.cli import models as _models
+from pathgls.cli import report as _report
 
 app = typer.Typer(
     name="pathgls",
@@ -42,6 +43,7 @@ _benchmark.register(app)
 _compare.register(app)
 _demo.register(app)
 _listing.register(app)
+_report.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 

@@ -102,6 +102,7 @@ def demo(
         f"inspect the failure cases: PATHGLS_RUN_DIR={escape(str(out))} jupyter lab {NOTEBOOK}",
         soft_wrap=True,
     )
+    write_demo_report(out, console)
 
 
 def _explain(cards: list[Any], console: Console, *, encoder_reason: str | None) -> None:
@@ -118,3 +119,19 @@ def _explain(cards: list[Any], console: Console, *, encoder_reason: str | None) 
                 f"{escape(logic.missing_reason or '')}",
                 soft_wrap=True,
             )
+
+
+def write_demo_report(out: Path, console: Console) -> Path | None:
+    """Write the run's HTML report to ``<out>/report.html`` and print its path (stdout).
+
+    A report that cannot be written is a warning: the run and its cards are already saved.
+    """
+    from pathgls.inspect.run_report import write_run_report
+
+    try:
+        path = write_run_report(run_dir=out, out=out / "report.html")
+    except PathGLSError as e:
+        console.print(f"[yellow]no run report:[/] {escape(str(e))}", soft_wrap=True)
+        return None
+    Console().print(f"run report: {escape(str(path.resolve()))}", soft_wrap=True)
+    return path
