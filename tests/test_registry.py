@@ -197,6 +197,7 @@ def test_pathgls_registries_all_use_the_shared_shape() -> None:
         "delta",
         "hare-relations",
         "hare-embedder",
+        "report",
         "metric",
     }
     forms = {(e.kind, e.form) for e in all_entries()}

@@ -164,7 +164,11 @@ def benchmark(
     ] = None,
     workers: Annotated[int | None, Opt(help="Ray workers (default: one per CPU/GPU).")] = None,
     references: Annotated[
-        Path | None, Opt(help="TSV item_id<TAB>reference: HARE against these reports.")
+        Path | None,
+        Opt(
+            help="TSV item_id<TAB>reference: items with a reference get the report-side "
+            "module ([report] backend, default dxalign) fused into their trust, and HARE."
+        ),
     ] = None,
     view: ViewOpt = None,
     attack: AttackOpt = None,
@@ -222,7 +226,11 @@ def evaluate(
         Path | None, Opt(help="Keep bag, caches and the card here (default: a temporary folder).")
     ] = None,
     reference: Annotated[
-        Path | None, Opt(help="A reference report (text file): adds HARE.")
+        Path | None,
+        Opt(
+            help="A reference report (text file): adds the report-side module (fused into "
+            "the trust) and HARE."
+        ),
     ] = None,
     view: ViewOpt = None,
     attack: AttackOpt = None,

@@ -30,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from pathgls.errors import ComparisonError, EvidenceError, PathGLSError, RunReportError
+from pathgls.errors import (
+    ComparisonError,
+    ConfigError,
+    EvidenceError,
+    PathGLSError,
+    RunReportError,
+)
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
 from pathgls.types import ScoreCard
@@ -121,9 +127,14 @@ def short_subject(subject: str, width: int = 28) -> str:
     """A subject spec short enough for an axis label (``replay:…/tail.jsonl``)."""
     if len(subject) <= width:
         return subject
-    kind, _, arg = subject.partition(":")
-    tail = arg.replace("\\", "/").rsplit("/", 1)[-1]
-    short = f"{kind}:…/{tail}" if arg else subject
+    from pathgls.registry import parse_spec
+
+    try:
+        spec = parse_spec(subject, what="subject")
+    except ConfigError:
+        return subject[: width - 1] + "…"
+    tail = spec.arg.replace("\\", "/").rsplit("/", 1)[-1]
+    short = f"{spec.kind}:…/{tail}" if spec.arg else subject
     return short if len(short) <= width else short[: width - 1] + "…"
 
 
