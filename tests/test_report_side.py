@@ -162,6 +162,21 @@ def test_dxalign_backend_on_expert_pairs(dxalign: DxAlignScorer, shared_data: Pa
     assert empty.value is None and empty.missing_reason == "the reference report is empty"
 
 
+def test_hare_backend_scores_in_unit_range_and_names_its_models() -> None:
+    from pathgls.hare.models import build_hare_models
+
+    models = ReportModels(extractor=None, embedder=None, hare=build_hare_models())
+    scorer = build_report_scorer(config=ReportConfig(backend="hare"), models=models)
+    ref = "Diagnosis: invasive ductal carcinoma of the left breast, grade 2."
+    same = scorer.score(reference=ref, candidate=ref)
+    other = scorer.score(reference=ref, candidate="Benign colonic mucosa. No dysplasia.")
+    ev = ReportEvidence.from_dict(same.evidence)
+    assert ev.backend == "hare" and "ner lexicon" in ev.version and "relations graph" in ev.version
+    assert same.value == pytest.approx(ev.raw) and same.value == pytest.approx(1.0)
+    assert 0.0 <= other.value < 0.5
+    assert ev.entity_f1 == pytest.approx(1.0)
+
+
 # --- calibrate ---------------------------------------------------------------------------------
 
 
@@ -183,6 +198,34 @@ def test_calibrate_finds_a_planted_report_weight() -> None:
     # the same rows without the report side: it is not searched (nothing to fit it on)
     no_ref = [ValidationRow(r.item_id, {**r.scores, "report": None}, r.label) for r in rows]
     assert set(weight_search(rows=no_ref, step=0.1).weights) == {"grounding", "logic", "stability"}
+
+
+def test_calibrate_cli_searches_the_report_column(tmp_path: Path) -> None:
+    import tomllib
+
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    rng = np.random.default_rng(5)
+    lines = ["item_id\tgrounding\tlogic\tstability\treport\tlabel"]
+    for i in range(120):
+        g, lo, st, rep = rng.uniform(size=4)
+        has_ref = i % 2 == 0
+        label = (
+            4 * (0.1 * g + 0.1 * lo + 0.1 * st + 0.7 * rep) / 1.0
+            if has_ref
+            else 4 * (g + lo + st) / 3
+        )
+        cell = f"{rep:.4f}" if has_ref else ""
+        lines.append(f"it{i}\t{g:.4f}\t{lo:.4f}\t{st:.4f}\t{cell}\t{label:.4f}")
+    table = tmp_path / "val.tsv"
+    table.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "fusion.toml"
+    res = CliRunner().invoke(app, ["calibrate", str(table), "--step", "0.1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    weights = tomllib.loads(out.read_text(encoding="utf-8"))["fusion"]["weights"]
+    assert weights == {"grounding": 0.1, "logic": 0.1, "stability": 0.1, "report": 0.7}
 
 
 # --- a run with and without references ---------------------------------------------------------
