@@ -65,23 +65,23 @@ def window_coords(patch_size: int | tuple[int, int], window: int, stride: int) -
 
 def cut_windows(batch: torch.Tensor, coords: np.ndarray, window: tuple[int, int]) -> torch.Tensor:
     """Every window of every patch as one ``(B·W, wh, ww, 3)`` tensor, patch-major, windows in
-    the order of ``coords`` (row-major), cut by one index gather on the batch's device.
+    the order of ``coords`` (row-major), on the batch's device: one strided copy per window
+    position for the whole batch, no per-patch Python.
 
     ``coords`` must be a full grid (every x offset with every y offset), as
     :func:`window_coords` gives.
     """
     wh, ww = window
-    xs = np.unique(coords[:, 0])
-    ys = np.unique(coords[:, 1])
+    xs = [int(v) for v in np.unique(coords[:, 0])]
+    ys = [int(v) for v in np.unique(coords[:, 1])]
     if len(xs) * len(ys) != len(coords):
         raise ConfigError("window coordinates must form a full grid")
-    dev = batch.device
-    rows = torch.as_tensor(ys[:, None] + np.arange(wh)[None, :], device=dev)  # (ny, wh)
-    cols = torch.as_tensor(xs[:, None] + np.arange(ww)[None, :], device=dev)  # (nx, ww)
-    b = batch.shape[0]
-    # (B, ny, wh, nx, ww, 3) → (B, ny, nx, wh, ww, 3): window (iy, ix) of each patch
-    cut = batch[:, rows[:, :, None, None], cols[None, None, :, :]]
-    return cut.permute(0, 1, 3, 2, 4, 5).reshape(b * len(ys) * len(xs), wh, ww, 3)
+    b = int(batch.shape[0])
+    out = torch.empty((b, len(ys), len(xs), wh, ww, 3), dtype=batch.dtype, device=batch.device)
+    for iy, y in enumerate(ys):  # one strided copy per window position, over the whole batch
+        for ix, x in enumerate(xs):
+            out[:, iy, ix] = batch[:, y : y + wh, x : x + ww]
+    return out.reshape(b * len(ys) * len(xs), wh, ww, 3)
 
 
 def encode_highres(
