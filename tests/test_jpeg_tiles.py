@@ -191,3 +191,21 @@ def test_cut_windows_equals_cropping_each_window(shape: tuple[int, int]) -> None
     for i in range(3):
         for j, (x, y) in enumerate(coords):
             assert torch.equal(cut[i * len(coords) + j], batch[i, y : y + 224, x : x + 224])
+
+
+def test_torch_threads_are_set_for_a_cpu_encoder_and_restored() -> None:
+    from pathgls.config import StreamConfig
+    from pathgls.errors import ConfigError
+    from pathgls.features.extract import _torch_threads
+
+    before = torch.get_num_threads()
+    target = 1 if before != 1 else 2
+    with _torch_threads(target, "cpu"):
+        assert torch.get_num_threads() == target
+    assert torch.get_num_threads() == before
+    with _torch_threads(target, "cuda:0"):  # a GPU encoder keeps torch's CPU threads
+        assert torch.get_num_threads() == before
+    with _torch_threads(0, "cpu"):
+        assert torch.get_num_threads() == before
+    with pytest.raises(ConfigError, match="torch_threads"):
+        StreamConfig(torch_threads=-1)

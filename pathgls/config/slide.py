@@ -117,8 +117,13 @@ class StreamConfig:
     workers: int = 2
     # Batches read ahead per worker; bounds memory to (workers × prefetch + 1) batches.
     prefetch: int = 2
+    # Torch threads while a CPU encoder extracts (0: leave torch's setting). Reader threads and
+    # torch's threads share the cores: with a cheap encoder (or on a GPU host's CPU side) giving
+    # torch fewer threads than cores − workers lets the readers run (bench_extract_io.py).
+    torch_threads: int = 0
 
     def __post_init__(self) -> None:
+        require(self.torch_threads >= 0, f"torch_threads must be >= 0, got {self.torch_threads}")
         require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
         require(self.workers >= 0, f"workers must be >= 0, got {self.workers}")
         require(self.prefetch >= 1, f"prefetch must be >= 1, got {self.prefetch}")
