@@ -48,6 +48,9 @@ def extract(
     ] = None,
     workers: Annotated[int | None, Opt(help="Reader threads (default 2).")] = None,
     batch_size: Annotated[int | None, Opt(help="Patches per batch (default 32).")] = None,
+    torch_threads: Annotated[
+        int | None, Opt(help="Torch threads of a CPU encoder while extracting (0: unchanged).")
+    ] = None,
     tissue_threshold: Annotated[
         float | None, Opt(help="Minimum tissue fraction of a patch.")
     ] = None,
@@ -74,7 +77,7 @@ def extract(
                 "patch_size": patch_size,
                 "tissue_threshold": tissue_threshold,
             },
-            stream={"workers": workers, "batch_size": batch_size},
+            stream={"workers": workers, "batch_size": batch_size, "torch_threads": torch_threads},
             encoder={
                 "name": encoder,
                 "device": device,

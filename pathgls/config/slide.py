@@ -53,8 +53,20 @@ class TilingConfig:
     exclude_pen: bool = True
     # µm/px assumed for plain images (PNG/JPEG/TIFF ROIs) when none is given.
     image_mpp: float = 0.5
+    # Filter for a reduction by a whole factor (40× read → 20× patches): "area" averages each
+    # factor × factor block (what a scanner's own pyramid does), "lanczos" is Pillow's Lanczos.
+    # Other ratios always use Lanczos.
+    resample: Literal["area", "lanczos"] = "area"
+    # Decode JPEG tiles of TIFF/SVS levels directly at 1/2, 1/4 or 1/8 scale when the reduction
+    # is such a factor and resample is "area" (libjpeg's DCT scaling: an area reduction without
+    # decoding the discarded pixels; see pathgls.tiling.jpeg_tiles for the difference).
+    scaled_decode: bool = True
 
     def __post_init__(self) -> None:
+        require(
+            self.resample in ("area", "lanczos"),
+            f"resample must be 'area' or 'lanczos', got {self.resample!r}",
+        )
         require(self.magnification > 0, f"magnification must be > 0, got {self.magnification}")
         require(self.patch_size >= 16, f"patch_size must be >= 16, got {self.patch_size}")
         require(
@@ -105,8 +117,13 @@ class StreamConfig:
     workers: int = 2
     # Batches read ahead per worker; bounds memory to (workers × prefetch + 1) batches.
     prefetch: int = 2
+    # Torch threads while a CPU encoder extracts (0: leave torch's setting). Reader threads and
+    # torch's threads share the cores: with a cheap encoder (or on a GPU host's CPU side) giving
+    # torch fewer threads than cores − workers lets the readers run (bench_extract_io.py).
+    torch_threads: int = 0
 
     def __post_init__(self) -> None:
+        require(self.torch_threads >= 0, f"torch_threads must be >= 0, got {self.torch_threads}")
         require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
         require(self.workers >= 0, f"workers must be >= 0, got {self.workers}")
         require(self.prefetch >= 1, f"prefetch must be >= 1, got {self.prefetch}")

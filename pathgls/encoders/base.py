@@ -135,12 +135,21 @@ class TorchPreprocess:
         self, images: np.ndarray | torch.Tensor, *, device: torch.device, dtype: torch.dtype
     ) -> torch.Tensor:
         """Turn a uint8 ``(B, H, W, 3)`` batch into normalised ``(B, 3, size, size)`` pixels."""
-        x = as_uint8_batch(images).to(device, non_blocking=True)
-        x = x.permute(0, 3, 1, 2).float()
-        x = self._crop_or_pad(self._resize(x))  # both are no-ops on model-sized input
-        mean = torch.tensor(self.mean, device=device).view(1, 3, 1, 1)
-        std = torch.tensor(self.std, device=device).view(1, 3, 1, 1)
-        x = (x / 255.0 - mean) / std
+        x8 = as_uint8_batch(images).to(device, non_blocking=True).permute(0, 3, 1, 2)
+        # (x / 255 - mean) / std as one multiply-add per element
+        std = torch.tensor(self.std, dtype=torch.float64).view(1, 3, 1, 1)
+        scale = (1.0 / (255.0 * std)).float().to(device)
+        shift = (-torch.tensor(self.mean, dtype=torch.float64).view(1, 3, 1, 1) / std).float()
+        shift = shift.to(device)
+        h, w = int(x8.shape[-2]), int(x8.shape[-1])
+        if (h, w) == (self.size, self.size) and (self.resize_to or self.size) == self.size:
+            # model-sized input (HighRes windows): one channels-first copy, then in place
+            x = torch.empty(x8.shape, dtype=torch.float32, device=device)
+            x.copy_(x8)
+            x.mul_(scale).add_(shift)
+        else:
+            x = self._crop_or_pad(self._resize(x8.float()))
+            x = torch.addcmul(shift, x, scale)
         return x.to(dtype)
 
 

@@ -63,6 +63,27 @@ def window_coords(patch_size: int | tuple[int, int], window: int, stride: int) -
     return np.array([(x, y) for y in ys for x in xs], dtype=np.int64).reshape(-1, 2)
 
 
+def cut_windows(batch: torch.Tensor, coords: np.ndarray, window: tuple[int, int]) -> torch.Tensor:
+    """Every window of every patch as one ``(B·W, wh, ww, 3)`` tensor, patch-major, windows in
+    the order of ``coords`` (row-major), on the batch's device: one strided copy per window
+    position for the whole batch, no per-patch Python.
+
+    ``coords`` must be a full grid (every x offset with every y offset), as
+    :func:`window_coords` gives.
+    """
+    wh, ww = window
+    xs = [int(v) for v in np.unique(coords[:, 0])]
+    ys = [int(v) for v in np.unique(coords[:, 1])]
+    if len(xs) * len(ys) != len(coords):
+        raise ConfigError("window coordinates must form a full grid")
+    b = int(batch.shape[0])
+    out = torch.empty((b, len(ys), len(xs), wh, ww, 3), dtype=batch.dtype, device=batch.device)
+    for iy, y in enumerate(ys):  # one strided copy per window position, over the whole batch
+        for ix, x in enumerate(xs):
+            out[:, iy, ix] = batch[:, y : y + wh, x : x + ww]
+    return out.reshape(b * len(ys) * len(xs), wh, ww, 3)
+
+
 def encode_highres(
     encoder: Encoder,
     patches: np.ndarray | torch.Tensor,
@@ -103,13 +124,9 @@ def encode_highres(
         empty = np.zeros((0, n_windows, encoder.dim), dtype=np.float32)
         return empty, np.zeros((0, encoder.dim), dtype=np.float32)
     out = np.empty((n * n_windows, encoder.dim), dtype=np.float32)
+    windows = cut_windows(batch, coords, (wh, ww))  # one gather, no per-window Python
     for start in range(0, n * n_windows, max_batch):
-        idx = range(start, min(start + max_batch, n * n_windows))
-        crops = []
-        for i in idx:
-            x, y = (int(v) for v in coords[i % n_windows])
-            crops.append(batch[i // n_windows, y : y + wh, x : x + ww])
-        feats = encoder.encode_images(torch.stack(crops))
-        out[idx.start : idx.stop] = feats.numpy()
+        stop = min(start + max_batch, n * n_windows)
+        out[start:stop] = encoder.encode_images(windows[start:stop]).numpy()
     window_features = out.reshape(n, n_windows, encoder.dim)
     return window_features, window_features.mean(axis=1, dtype=np.float32)

@@ -7,13 +7,14 @@ with the other slides. :func:`extract_slides` runs a list and writes the run log
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -172,7 +173,7 @@ def _extract(
             compression=config.bag.compression,
             chunk_rows=sc.batch_size,
         )
-        with writer:
+        with writer, _torch_threads(sc.torch_threads, encoder.device):
             if writer.resume_note:
                 result.warnings.append(writer.resume_note)
             done0 = writer.n_done
@@ -203,6 +204,22 @@ def _extract(
         result.status = "done"
     finally:
         reader.close()
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int, device: str) -> Iterator[None]:
+    """Run with ``n`` torch threads on a CPU encoder (0: unchanged), restoring the setting."""
+    if n <= 0 or not str(device).startswith("cpu"):
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _check_existing(path: Path, meta: BagMeta) -> None:

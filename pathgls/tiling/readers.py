@@ -8,6 +8,7 @@ the file and what went wrong.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -16,6 +17,7 @@ import numpy as np
 from PIL import Image
 
 from pathgls.errors import SlideOpenError, SlideReadError
+from pathgls.tiling.jpeg_tiles import JpegTiles
 
 #: Extensions OpenSlide reads (with openslide-bin ≥ 4, DICOM too).
 WSI_EXTENSIONS = frozenset(
@@ -100,6 +102,8 @@ class OpenSlideReader:
             user=mpp, metadata=meta_mpp, objective=self.objective
         )
         self.properties = dict(props)
+        self._scaled: dict[int, JpegTiles | None] = {}  # level → scaled JPEG reader, if usable
+        self._scaled_lock = threading.Lock()
 
     @property
     def dimensions(self) -> tuple[int, int]:
@@ -131,11 +135,56 @@ class OpenSlideReader:
             ) from e
         return rgba_to_rgb(np.asarray(region))
 
+    def read_region_scaled(
+        self, xy_level0: tuple[int, int], level: int, size: tuple[int, int], factor: int
+    ) -> np.ndarray | None:
+        """``read_region`` reduced ``factor``× by decoding JPEG tiles at reduced scale.
+
+        Returns None where that is not possible (not a JPEG-tiled TIFF level, a request not
+        aligned to ``factor``); the caller then reads and resizes. See
+        :mod:`pathgls.tiling.jpeg_tiles` for the numerical difference to read + area filter.
+        """
+        tiles = self._scaled_level(level)
+        if tiles is None:
+            return None
+        ds = self.level_downsamples[level]
+        x, y = xy_level0[0] / ds, xy_level0[1] / ds
+        if x != int(x) or y != int(y):
+            return None
+        try:
+            return tiles.read((int(x), int(y)), size, factor)
+        except (OSError, ValueError) as e:
+            raise SlideReadError(
+                f"{self.path}: decoding JPEG tiles failed at {xy_level0}, level {level}: {e}",
+                path=self.path,
+            ) from e
+
+    def _scaled_level(self, level: int) -> JpegTiles | None:
+        with self._scaled_lock:
+            if level not in self._scaled:
+                ds = self.level_downsamples[level]
+
+                def reference(xy: tuple[int, int], size: tuple[int, int]) -> np.ndarray:
+                    return self.read_region((round(xy[0] * ds), round(xy[1] * ds)), level, size)
+
+                self._scaled[level] = JpegTiles.probe(
+                    self.path,
+                    level_dimensions=self.level_dimensions[level],
+                    vendor=self.properties.get("openslide.vendor"),
+                    reference=reference,
+                )
+            return self._scaled[level]
+
     def thumbnail(self, max_size: int) -> np.ndarray:
         w, h = self.dimensions
         return read_downsampled(self, max(w, h) / max_size)
 
     def close(self) -> None:
+        with self._scaled_lock:
+            for tiles in self._scaled.values():
+                if tiles is not None:
+                    tiles.close()
+            self._scaled.clear()
         self._slide.close()
 
 

@@ -21,6 +21,14 @@ class ReadPlan:
     level0_mpp: float  # µm/px at level 0
     target_mpp: float  # µm/px of the patches
     mpp_source: str  # metadata, objective, user or default
+    resample: str = "area"  # filter of a whole-factor reduction: area or lanczos
+    scaled_decode: bool = True  # decode JPEG tiles at reduced scale where possible
+
+    @property
+    def reduction(self) -> int | None:
+        """The whole factor ``read_size / patch_size`` (≥ 2), or None for any other ratio."""
+        k, rest = divmod(self.read_size, self.patch_size)
+        return k if k >= 2 and rest == 0 else None
 
     @property
     def needs_resize(self) -> bool:
@@ -97,4 +105,6 @@ def plan_read(
         level0_mpp=mpp0,
         target_mpp=target,
         mpp_source=reader.mpp_source,
+        resample=config.resample,
+        scaled_decode=config.scaled_decode,
     )

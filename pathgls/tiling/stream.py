@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from pathgls.tiling.jpeg_tiles import SCALES
 from pathgls.tiling.readers import SlideReader
 from pathgls.tiling.resolution import ReadPlan
 
@@ -29,14 +30,41 @@ class PatchBatch:
 
 
 def read_patch(reader: SlideReader, xy_level0: tuple[int, int], plan: ReadPlan) -> np.ndarray:
-    """One patch at the target resolution: read at ``plan.level`` and resized when needed."""
-    region = reader.read_region(xy_level0, plan.level, (plan.read_size, plan.read_size))
+    """One patch at the target resolution: read at ``plan.level`` and resized when needed.
+
+    A whole-factor reduction with ``plan.resample == "area"`` averages factor × factor blocks;
+    on JPEG-tiled TIFF levels the tiles are decoded at that scale directly
+    (``plan.scaled_decode``), which skips decoding and resizing the discarded pixels.
+    """
+    size = (plan.read_size, plan.read_size)
+    k = plan.reduction
+    area = k is not None and plan.resample == "area"
+    if area and plan.scaled_decode and k in SCALES:
+        scaled = getattr(reader, "read_region_scaled", None)
+        patch = scaled(xy_level0, plan.level, size, k) if scaled else None
+        if patch is not None:
+            return patch
+    region = reader.read_region(xy_level0, plan.level, size)
     if not plan.needs_resize:
         return region
+    if area:
+        return area_reduce(region, k)
     im = Image.fromarray(region).resize(
         (plan.patch_size, plan.patch_size), Image.Resampling.LANCZOS, reducing_gap=2.0
     )
     return np.asarray(im)
+
+
+def area_reduce(rgb: np.ndarray, factor: int) -> np.ndarray:
+    """Average ``factor`` × ``factor`` blocks of a uint8 ``(H, W, C)`` image (rounded half up).
+
+    H and W must be multiples of ``factor``.
+    """
+    h, w, c = rgb.shape
+    blocks = rgb.reshape(h // factor, factor, w // factor, factor, c)
+    total = blocks.sum(axis=(1, 3), dtype=np.uint32)
+    n = factor * factor
+    return ((total + n // 2) // n).astype(np.uint8)
 
 
 def _read_batch(reader: SlideReader, coords: np.ndarray, plan: ReadPlan, start: int) -> PatchBatch:

@@ -1,0 +1,240 @@
+"""Extraction at the decode limit: a 40× JPEG pyramid without a 20× level, read as 20× patches.
+
+The slide: a 20480 × 20480 px Aperio pyramid at 0.25 µm/px (40×) whose level-0 pixels are the
+real CMU-1 region (``../shared/data/slides/cmu-1-small-region.svs``, 20×) upsampled 2×
+(nearest) and tiled as a mirrored mosaic; JPEG tiles of 256 px, YCbCr 4:2:0 at quality 90;
+levels 40×, 10×, 2.5× (factor 4, so there is **no 20× level**: every 512 px 20× patch is a
+1024 px read at level 0 reduced 2×, the path most scanners' files take). Built once with
+``pathgls.testing.synthetic.write_aperio_pyramid(..., level_factor=4)`` into ``--workdir``.
+
+Measured in one run on the same patch coordinates (the tissue grid of the slide, ``--n``
+patches spread over it), as patches per second:
+
+* plain loop: ``OpenSlide.read_region(1024)`` at level 0 → RGB → Pillow Lanczos to 512 px,
+  one thread (what a user writes in five lines);
+* decode ceilings: OpenSlide reading of tile-aligned native 512 px regions at level 0 (no
+  resize) and pathgls's scaled JPEG decode alone (1 and 2 threads);
+* pathgls I/O + preprocessing: ``stream_patches`` → ``encode_highres`` with a tiny random CLIP
+  (the encoder costs almost nothing, as on a GPU), 9 HighRes windows per patch;
+* full-size ViT-B/32 (PLIP architecture, random weights: speed only) with one 224 px view per
+  patch (window = patch, resized by the encoder's batched preprocessing) and with the default
+  9 windows, each against the encoder's forward-only speed on the same patches in memory.
+
+Targets (issue #17): tiny-encoder extraction ≥ 3× the plain loop and ≥ 80% of the scaled-decode
+ceiling with 2 workers; ViT-B/32 one crop ≥ 90% of forward-only; 9 windows ≥ 90%.
+
+Usage: python benchmarks/bench_extract_io.py [--workdir DIR] [--n 160] [--skip-vit]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CMU = ROOT.parent / "shared" / "data" / "slides" / "cmu-1-small-region.svs"
+SIZE = 20480
+
+
+def build(workdir: Path) -> Path:
+    """Write (or reuse) the 40× pyramid without a 20× level."""
+    import openslide
+
+    from pathgls.testing.synthetic import tiled_source, write_aperio_pyramid
+
+    out = workdir / f"cmu-40x-no20x-{SIZE}.svs"
+    if out.exists():
+        return out
+    with openslide.OpenSlide(str(CMU)) as s:
+        w, h = s.dimensions
+        rgb = np.asarray(s.read_region((0, 0), 0, (w, h)).convert("RGB"))
+    up = rgb.repeat(2, axis=0).repeat(2, axis=1)
+    write_aperio_pyramid(
+        out,
+        source=tiled_source(up, tile=256),
+        width=SIZE,
+        height=SIZE,
+        mpp=0.25,
+        magnification=40,
+        level_factor=4,
+    )
+    return out
+
+
+def timed(fn, n: int, repeats: int) -> float:
+    """Best patches/s of ``repeats`` calls of ``fn`` (which handles ``n`` patches)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "pathgls-io")
+    ap.add_argument("--n", type=int, default=160, help="patches per measurement")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--skip-vit", action="store_true", help="no full-size ViT-B/32 rows")
+    args = ap.parse_args()
+
+    import openslide
+    import torch
+    from PIL import Image
+
+    from pathgls.config import load_config
+    from pathgls.encoders import build_encoder, encode_highres
+    from pathgls.encoders.base import ClipEncoder
+    from pathgls.testing import save_random_hf_clip
+    from pathgls.tiling import make_grid, open_slide, stream_patches
+    from pathgls.tiling.resolution import plan_read
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    slide = build(args.workdir)
+    reader = open_slide(slide)
+    cfg = load_config(tiling={"tissue_threshold": 0.0})
+    grid = make_grid(reader, cfg.tiling)
+    plan = grid.plan
+    step = max(1, len(grid.coords) // args.n)
+    coords = grid.coords[::step][: args.n]
+    n = len(coords)
+    print(
+        f"slide: {slide.name}, {SIZE}² px at 0.25 µm/px, levels {reader.level_dimensions}; "
+        f"plan: level {plan.level}, read {plan.read_size} px → {plan.patch_size} px "
+        f"({plan.resample}); {n} patches; torch threads {torch.get_num_threads()}"
+    )
+    osr = openslide.OpenSlide(str(slide))
+    threads = torch.get_num_threads()
+
+    def plain() -> None:
+        for x, y in coords:
+            region = osr.read_region((int(x), int(y)), 0, (1024, 1024)).convert("RGB")
+            np.asarray(region.resize((512, 512), Image.Resampling.LANCZOS, reducing_gap=2.0))
+
+    def native() -> None:
+        for x, y in coords:
+            np.asarray(osr.read_region((int(x), int(y)), 0, (512, 512)))
+
+    def scaled() -> None:
+        for x, y in coords:
+            reader.read_region_scaled((int(x), int(y)), 0, (1024, 1024), 2)
+
+    def stream(workers: int) -> None:
+        for _ in stream_patches(reader, coords, plan, batch_size=args.batch_size, workers=workers):
+            pass
+
+    rows: dict[str, float] = {}
+    rows["plain loop (read 1024 → RGB → Lanczos 512), 1 thread"] = timed(plain, n, args.repeats)
+    rows["ceiling: native aligned 512 px reads, 1 thread"] = timed(native, n, args.repeats)
+    rows["ceiling: scaled JPEG decode, 1 thread"] = timed(scaled, n, args.repeats)
+    rows["ceiling: stream_patches (scaled decode), 2 workers"] = timed(
+        lambda: stream(2), n, args.repeats
+    )
+
+    tiny = build_encoder(
+        load_config(
+            encoder={"name": f"hf:{save_random_hf_clip(args.workdir / 'tiny-clip')}"}
+        ).encoder
+    )
+
+    def pathgls(encoder, window: int, workers: int, how=plan) -> None:
+        for b in stream_patches(reader, coords, how, batch_size=args.batch_size, workers=workers):
+            encode_highres(encoder, b.images, window_size=window, window_stride=window)
+
+    # I/O + preprocessing only: the tiny encoder's own preprocessing, a mean over pixels as the
+    # "model" (a 2-layer 32-wide ViT still costs ~32 MACs per input value on CPU)
+    null = ClipEncoder(
+        name="null",
+        dim=3,
+        image_size=tiny.image_size,
+        precision=tiny.precision,
+        device="cpu",
+        model_id="null",
+        revision=None,
+        random_weights=True,
+        image_features=lambda px: px.mean(dim=(2, 3)),
+        text_features=lambda texts: torch.zeros((len(texts), 3)),
+        preprocess=tiny.preprocess,
+    )
+    for workers in (1, 2):
+        rows[f"pathgls, null encoder, 9 windows, {workers} reader worker(s)"] = timed(
+            lambda w=workers: pathgls(null, 224, w), n, args.repeats
+        )
+    torch.set_num_threads(1)
+    rows["pathgls, null encoder, 9 windows, 2 reader workers, torch 1 thread"] = timed(
+        lambda: pathgls(null, 224, 2), n, args.repeats
+    )
+    torch.set_num_threads(threads)
+    lanczos = plan_read(reader, load_config(tiling={"resample": "lanczos"}).tiling)
+    rows["pathgls before (OpenSlide + Lanczos), tiny encoder, 2 workers"] = timed(
+        lambda: pathgls(tiny, 224, 2, lanczos), n, args.repeats
+    )
+    for workers in (1, 2):
+        rows[f"pathgls, tiny encoder, 9 windows, {workers} reader worker(s)"] = timed(
+            lambda w=workers: pathgls(tiny, 224, w), n, args.repeats
+        )
+
+    base = rows["plain loop (read 1024 → RGB → Lanczos 512), 1 thread"]
+    ceiling = rows["ceiling: stream_patches (scaled decode), 2 workers"]
+    tiny2 = max(v for k, v in rows.items() if k.startswith("pathgls, null encoder"))
+    vit: dict[str, tuple[float, float]] = {}
+    if not args.skip_vit:
+        plip = build_encoder(
+            load_config(
+                encoder={"name": f"hf:{save_random_hf_clip(args.workdir / 'plip', size='plip')}"}
+            ).encoder
+        )
+        patches = np.concatenate(
+            [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
+        )
+        for label, window in (("one 224 px view per patch", 512), ("9 HighRes windows", 224)):
+
+            def forward(window: int = window) -> None:
+                for s in range(0, n, args.batch_size):
+                    encode_highres(
+                        plip,
+                        patches[s : s + args.batch_size],
+                        window_size=window,
+                        window_stride=window,
+                    )
+
+            forward()  # warm-up
+            fwd = timed(forward, n, 1)
+            e2e = max(timed(lambda w=window, k=k: pathgls(plip, w, k), n, 1) for k in (1, 2))
+            vit[label] = (fwd, e2e)
+
+    print(f"\n{'measurement':62s} {'patches/s':>10s} {'× plain':>8s}")
+    for k, v in rows.items():
+        print(f"{k:62s} {v:10.1f} {v / base:8.2f}")
+    for label, (fwd, e2e) in vit.items():
+        print(
+            f"ViT-B/32 (random weights), {label}: forward only {fwd:.1f}/s, extraction {e2e:.1f}/s"
+        )
+
+    print("\ntargets:")
+    print(
+        f"  null encoder (I/O + preprocessing) vs plain loop: {tiny2 / base:.2f}× (≥ 3×) "
+        f"{'MET' if tiny2 / base >= 3 else 'NOT MET'}"
+    )
+    print(
+        f"  null encoder vs scaled-decode ceiling (2 workers): {tiny2 / ceiling:.0%} (≥ 80%) "
+        f"{'MET' if tiny2 / ceiling >= 0.8 else 'NOT MET'}"
+    )
+    for label, (fwd, e2e) in vit.items():
+        print(
+            f"  ViT-B/32 {label}: {e2e / fwd:.0%} of forward-only (≥ 90%) "
+            f"{'MET' if e2e / fwd >= 0.9 else 'NOT MET'}"
+        )
+    print("  TRIDENT comparison: not run (TRIDENT is not on the package index; see the note)")
+    osr.close()
+    reader.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Reduced-scale decoding of JPEG-tiled TIFF levels in the DCT domain.
+
+A 40× slide without a 20× level is read at level 0 and reduced 2×. Decoding the full-size
+JPEG tiles and then resizing spends most of its time on pixels that are thrown away; libjpeg
+can instead run its inverse DCT at 1/2, 1/4 or 1/8 scale (Pillow's ``Image.draft``), which
+decodes each 8×8 block straight into 4×4 (2×2, 1×1) pixels — a reduction close to an area
+(box) filter, at a fraction of the cost.
+
+:class:`JpegTiles` reads the raw tiles of one TIFF level itself (``os.pread`` on the offsets
+tifffile lists, so reader threads never share a file position), joins the level's shared
+``JPEGTables`` to each abbreviated tile stream, and decodes it scaled. It is only used where
+the file layout makes that exact: OpenSlide's ``aperio`` and ``generic-tiff`` formats, tiled
+JPEG levels with RGB or YCbCr photometric interpretation. :meth:`JpegTiles.probe` checks each
+level against OpenSlide's own pixels on one tile before it is trusted; anything else (JPEG 2000
+SVS, NDPI, MRXS, DICOM, stripped TIFFs) returns ``None`` and the caller reads through
+OpenSlide as before.
+
+Difference to OpenSlide + area filter, measured on the real CMU-1 region (``tests``): mean
+absolute difference ≤ 0.1 grey levels at 1/2 scale; the bound tested is 1.0 mean and 12 at the
+99.9th percentile (JPEG's own quantisation error is larger).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+#: Reduction factors libjpeg decodes directly.
+SCALES = (1, 2, 4, 8)
+#: OpenSlide formats whose levels are plain TIFF directories with the level's pixels.
+TIFF_VENDORS = frozenset({"aperio", "generic-tiff"})
+_JPEG = 7  # TIFF Compression tag: JPEG ("new style")
+_RGB, _YCBCR = 2, 6  # TIFF PhotometricInterpretation
+#: Mean absolute difference (grey levels) to OpenSlide on the probe tile above which the fast
+#: path is refused for a level (a colour-space or layout mismatch gives tens of levels).
+PROBE_TOLERANCE = 2.0
+
+
+@dataclass(frozen=True)
+class _Level:
+    width: int
+    height: int
+    tile_w: int
+    tile_h: int
+    offsets: tuple[int, ...]
+    counts: tuple[int, ...]
+    tables: bytes
+    # Pillow draft mode: "RGB" converts YCbCr to RGB; "YCbCr" keeps the components as coded,
+    # which is what an RGB-coded JPEG (TIFF photometric RGB) needs.
+    draft_mode: str
+
+    @property
+    def tiles_across(self) -> int:
+        return -(-self.width // self.tile_w)
+
+
+class JpegTiles:
+    """Scaled reads of one JPEG-tiled TIFF level; thread-safe.
+
+    Use :meth:`probe` to get one; :meth:`read` returns RGB uint8 pixels of a level region
+    reduced by ``factor``. Decoded tiles are kept in a small LRU cache, so patches that share
+    a tile (tiles not aligned with patches) decode it once.
+    """
+
+    def __init__(self, path: str | Path, level: _Level, *, cache_tiles: int = 128) -> None:
+        self.path = str(path)
+        self._level = level
+        self._fd = os.open(self.path, os.O_RDONLY)
+        self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._cache_tiles = cache_tiles
+        self._lock = threading.Lock()
+
+    @classmethod
+    def probe(
+        cls,
+        path: str | Path,
+        *,
+        level_dimensions: tuple[int, int],
+        vendor: str | None,
+        reference: Callable[[tuple[int, int], tuple[int, int]], np.ndarray],
+    ) -> JpegTiles | None:
+        """The scaled reader of the TIFF level with these dimensions, or None if not usable.
+
+        Args:
+            path: the slide file.
+            level_dimensions: (width, height) of the OpenSlide level to read.
+            vendor: OpenSlide's ``openslide.vendor`` property.
+            reference: reads ``size`` = (w, h) RGB pixels at level coordinates ``xy`` through
+                OpenSlide; one tile is decoded both ways and must agree.
+        """
+        if vendor not in TIFF_VENDORS:
+            return None
+        try:
+            level = _find_level(path, level_dimensions)
+        except Exception as e:  # tifffile cannot parse what OpenSlide opened: not for us
+            log.debug("%s: no scaled JPEG decoding (%s)", path, e)
+            return None
+        if level is None:
+            return None
+        tiles = cls(path, level)
+        try:
+            agreement = tiles._agreement(reference)
+        except Exception as e:
+            log.debug("%s: scaled JPEG decoding failed its probe (%s)", path, e)
+            agreement = None
+        if agreement is None or agreement > PROBE_TOLERANCE:
+            tiles.close()
+            return None
+        return tiles
+
+    def read(self, xy: tuple[int, int], size: tuple[int, int], factor: int) -> np.ndarray | None:
+        """RGB uint8 ``(h // factor, w // factor, 3)`` of the level region at ``xy``, ``size``.
+
+        Returns None when the request is not aligned to ``factor`` (the caller falls back).
+        Pixels outside the level are white, as OpenSlide composites them.
+        """
+        lv = self._level
+        (x, y), (w, h) = xy, size
+        f = int(factor)
+        if (
+            f not in SCALES
+            or x % f
+            or y % f
+            or w % f
+            or h % f
+            or lv.tile_w % f
+            or lv.tile_h % f
+            or w <= 0
+            or h <= 0
+        ):
+            return None
+        out = np.full((h // f, w // f, 3), 255, dtype=np.uint8)
+        x0, y0 = max(x, 0), max(y, 0)
+        x1, y1 = min(x + w, lv.width), min(y + h, lv.height)
+        if x1 <= x0 or y1 <= y0:
+            return out
+        for ty in range(y0 // lv.tile_h, (y1 - 1) // lv.tile_h + 1):
+            for tx in range(x0 // lv.tile_w, (x1 - 1) // lv.tile_w + 1):
+                tile = self._tile(tx, ty, f)
+                # the part of this tile inside the request and inside the level, in level px
+                ax0, ay0 = max(tx * lv.tile_w, x0), max(ty * lv.tile_h, y0)
+                ax1, ay1 = min((tx + 1) * lv.tile_w, x1), min((ty + 1) * lv.tile_h, y1)
+                # round the level edge outwards: a partial last pixel is still drawn
+                sx0, sy0 = (ax0 - tx * lv.tile_w) // f, (ay0 - ty * lv.tile_h) // f
+                sx1 = -(-(ax1 - tx * lv.tile_w) // f)
+                sy1 = -(-(ay1 - ty * lv.tile_h) // f)
+                dx0, dy0 = (ax0 - x) // f, (ay0 - y) // f
+                piece = tile[sy0:sy1, sx0:sx1]
+                out[dy0 : dy0 + piece.shape[0], dx0 : dx0 + piece.shape[1]] = piece
+        return out
+
+    def close(self) -> None:
+        """Close the file descriptor."""
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+                self._cache.clear()
+
+    def _tile(self, tx: int, ty: int, factor: int) -> np.ndarray:
+        key = (ty * self._level.tiles_across + tx, factor)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        tile = self._decode(key[0], factor)
+        with self._lock:
+            self._cache[key] = tile
+            if len(self._cache) > self._cache_tiles:
+                self._cache.popitem(last=False)
+        return tile
+
+    def _decode(self, index: int, factor: int) -> np.ndarray:
+        lv = self._level
+        shape = (lv.tile_h // factor, lv.tile_w // factor, 3)
+        count = lv.counts[index]
+        if count == 0:  # a tile the scanner never wrote: background, as OpenSlide shows it
+            return np.full(shape, 255, dtype=np.uint8)
+        data = os.pread(self._fd, count, lv.offsets[index])
+        if lv.tables and data[:2] == b"\xff\xd8":
+            data = lv.tables[:-2] + data[2:]  # tables SOI..(no EOI) + tile after its SOI
+        with Image.open(io.BytesIO(data)) as im:
+            im.draft(lv.draft_mode, (lv.tile_w // factor, lv.tile_h // factor))
+            arr = np.asarray(im)
+        if arr.shape != shape:
+            raise ValueError(f"tile {index} decoded to {arr.shape}, expected {shape}")
+        return arr
+
+    def _agreement(
+        self, reference: Callable[[tuple[int, int], tuple[int, int]], np.ndarray]
+    ) -> float | None:
+        """Mean absolute difference to OpenSlide on the first written full tile."""
+        lv = self._level
+        for index, count in enumerate(lv.counts):
+            tx, ty = index % lv.tiles_across, index // lv.tiles_across
+            x, y = tx * lv.tile_w, ty * lv.tile_h
+            if count and x + lv.tile_w <= lv.width and y + lv.tile_h <= lv.height:
+                mine = self._decode(index, 1).astype(np.int16)
+                theirs = reference((x, y), (lv.tile_w, lv.tile_h)).astype(np.int16)
+                return float(np.abs(mine - theirs).mean())
+        return None
+
+
+def _find_level(path: str | Path, dims: tuple[int, int]) -> _Level | None:
+    """The tiled JPEG TIFF directory with these dimensions, as a :class:`_Level`."""
+    import tifffile
+
+    with tifffile.TiffFile(str(path)) as tif:
+        for page in tif.pages:
+            if (page.imagewidth, page.imagelength) != tuple(dims):
+                continue
+            if not page.is_tiled or page.compression != _JPEG or page.tiledepth != 1:
+                return None
+            if page.photometric not in (_RGB, _YCBCR) or page.samplesperpixel != 3:
+                return None
+            if page.planarconfig != 1:  # contiguous
+                return None
+            return _Level(
+                width=page.imagewidth,
+                height=page.imagelength,
+                tile_w=page.tilewidth,
+                tile_h=page.tilelength,
+                offsets=tuple(int(v) for v in page.dataoffsets),
+                counts=tuple(int(v) for v in page.databytecounts),
+                tables=bytes(page.jpegtables or b""),
+                draft_mode="YCbCr" if page.photometric == _RGB else "RGB",
+            )
+    return None
