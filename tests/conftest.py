@@ -112,9 +112,13 @@ def tiles_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def cmu_slide() -> Path:
-    """Real H&E Aperio SVS, 2220×2967 px, 0.499 µm/px (20×)."""
-    return _shared("slides", "cmu-1-small-region.svs")
+def cmu_slide(sample_slide: Path) -> Path:
+    """Real H&E Aperio SVS, 2220×2967 px, 0.499 µm/px (20×).
+
+    The sample of ``pathgls data sample cmu-small-region``: the same file (same SHA-256) as the
+    shared data's ``slides/cmu-1-small-region.svs``, so a fresh clone has it too.
+    """
+    return sample_slide
 
 
 @pytest.fixture(scope="session")
