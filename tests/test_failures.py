@@ -118,6 +118,11 @@ def test_notebook_runs_on_the_demo_output(
     assert f"lowest trust: {worst.item_id} · {worst.subject}" in text
     assert worst.modules["grounding"].missing_reason in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # grounding, logic
+    # the demo's self-contradicting, attack-flipped example report is the worst: the Logic and
+    # Stability sections show its contradiction and its changed diagnosis
+    assert worst.item_id == "ihc" and worst.subject.startswith("replay:")
+    assert "No lymphovascular invasion is identified." in text
+    assert "High-grade invasive carcinoma" in text
 
 
 def test_load_run_tables_every_card_and_ranks_by_trust(demo_run: Path) -> None:
