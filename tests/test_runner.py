@@ -350,6 +350,10 @@ def test_encoder_run_grounds_keeps_maps_and_reuses_bags(
             assert float(saved["values"][e["phrase"]].max()) == pytest.approx(
                 e["similarity"], abs=1e-5
             )
+    # the console marks every score a random-weight encoder made (gate.csv stays numeric)
+    gate = CliRunner().invoke(app, ["gate", str(out)], env={"COLUMNS": "250"})
+    assert gate.output.count("(RANDOM WEIGHTS)") == 4, gate.output  # S_g and trust, two cards
+    assert "RANDOM" not in (out / "gate.csv").read_text()
     # a rerun with the cards gone reuses the complete bag: nothing encoded again
     mtime = bag.stat().st_mtime_ns
     for p in (out / "scorecards").rglob("*.json"):

@@ -60,3 +60,17 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
+
+
+#: How a score computed with random test weights is marked wherever the console shows it.
+RANDOM_MARK = "RANDOM WEIGHTS"
+
+
+def random_weight_modules(card: object) -> tuple[str, ...]:
+    """Modules of a ScoreCard computed with random-weight models (their warnings say so)."""
+    modules = getattr(card, "modules", {}) or {}
+    return tuple(
+        name
+        for name, m in modules.items()
+        if any("random-weight" in w for w in (getattr(m, "warnings", None) or ()))
+    )

@@ -69,7 +69,11 @@ def ground(
         Path | None, Opt(help="Write the top patches per entity as QuPath GeoJSON here.")
     ] = None,
     heatmap: Annotated[
-        str | None, Opt(help="Entity (phrase, concept or mention) to draw a heat map of.")
+        str | None,
+        Opt(
+            help="Entity to draw a heat map of: its phrase, concept or mention, or a part of it "
+            "that only one grounded entity has (case-insensitive)."
+        ),
     ] = None,
     out: Annotated[Path | None, Opt(help="PNG path of the heat map.")] = None,
     thumbnail_size: Annotated[int, Opt(help="Longest side of the heat-map thumbnail.")] = 1024,
