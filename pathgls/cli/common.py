@@ -30,8 +30,11 @@ def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoRet
     raise typer.Exit(code)
 
 
-def progress_bar(console: Console) -> Progress:
-    """The progress bar of long commands: description, bar, done/total, elapsed, remaining."""
+def progress_bar(console: Console, *, quiet: bool = False) -> Progress:
+    """The progress bar of long commands: description, bar, done/total, elapsed, remaining.
+
+    ``quiet`` (``--json``): nothing is drawn, so machine-read output stays clean.
+    """
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -39,6 +42,7 @@ def progress_bar(console: Console) -> Progress:
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
+        disable=quiet,
     )
 
 
