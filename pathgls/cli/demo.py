@@ -90,7 +90,11 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """Fetch the sample slide and IHC image, score two subjects on them, gate the reports."""
+    """Fetch the sample slide and IHC image, score three subjects on them, gate the reports.
+
+    The subjects: the two measuring captioners and example reports written for the demo
+    (labelled so), which make Logic score and the gate deploy, review and reject.
+    """
     from pathgls.cli.benchmark import execute, report_run
     from pathgls.cli.gate import card_row, print_gate_table
     from pathgls.config import load_config, validate_run
