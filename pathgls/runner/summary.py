@@ -293,6 +293,7 @@ def plot_subjects(
             ax.errorbar(x[ci] + offset, means[ci], yerr=yerr, fmt="none", ecolor="black", capsize=3)
     ax.set_xticks(x)
     ax.set_xticklabels(METRICS)
+    ax.set_xlim(-0.5, len(METRICS) - 0.5)  # every slot inside the axes, the "missing" labels too
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("mean score")
     ax.set_title("Subjects compared (bars: mean, whiskers: bootstrap CI)")
