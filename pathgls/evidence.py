@@ -17,7 +17,7 @@ Reading is strict about types and lenient about presence:
 :meth:`Record.to_dict` gives back the JSON a record was read from (absent keys stay absent,
 unknown keys come back). A record built in code writes every field except the optional ones
 left empty (``map`` of grounding without a kept heat map, ``k`` of logic without pairs, ...).
-The JSON shapes are documented in ``docs/scorecard.schema.json``.
+The JSON shapes are documented in ``pathgls/resources/scorecard.schema.json``.
 """
 
 from __future__ import annotations

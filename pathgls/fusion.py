@@ -218,6 +218,18 @@ def _value_of(score: ModuleScore | None) -> float | None:
     return None if score is None else score.finite_value
 
 
+def _apart(value: float, threshold: float) -> tuple[str, str]:
+    """Both numbers with 3 decimals, or as many more (up to 6) as it takes to tell them apart.
+
+    A trust of 0.49996 shown as "0.500 < review 0.500" reads as a bug; "0.49996 < 0.50000" not.
+    """
+    for digits in (3, 4, 5, 6):
+        a, b = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+        if a != b or value == threshold:
+            return a, b
+    return f"{value:.6f}", f"{threshold:.6f}"
+
+
 def route(
     *,
     trust: float | None,
@@ -274,18 +286,19 @@ def route(
         if not broken:
             return GateDecision(
                 route="deploy",
-                reasons=[f"trust {trust:.3f} ≥ deploy {config.deploy:.3f}", *gone],
+                reasons=["trust {} ≥ deploy {}".format(*_apart(trust, config.deploy)), *gone],
                 thresholds=thresholds,
             )
         head = f"trust {trust:.3f} ≥ deploy {config.deploy:.3f} but the gate's conditions fail"
         reasons = [*broken, head, *evidence, *gone]
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
     if trust >= config.review:
-        head = f"trust {trust:.3f} in review band [{config.review:.3f}, {config.deploy:.3f})"
+        t, d = _apart(trust, config.deploy)
+        head = f"trust {t} in review band [{config.review:.3f}, {d})"
         return GateDecision(
             route="review", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
         )
-    head = f"trust {trust:.3f} < review {config.review:.3f}"
+    head = "trust {} < review {}".format(*_apart(trust, config.review))
     return GateDecision(
         route="reject", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
     )

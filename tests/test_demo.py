@@ -47,3 +47,64 @@ def test_link_inputs_replaces_stale_links(tmp_path: Path) -> None:
     link_inputs([a], folder)  # a second demo run over the same folder
     assert [p.name for p in folder.iterdir()] == ["a.png"]
     assert (folder / "a.png").read_bytes() == b"x"
+
+
+def test_captioner_describes_ihc_by_dab_not_by_an_eosin_balance(
+    sample_ihc: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    import numpy as np
+    from PIL import Image
+
+    from pathgls.subjects.captioner import describe, measure
+
+    ihc = describe(measure([np.asarray(Image.open(sample_ihc).convert("RGB"))]))
+    assert ihc["Stain type"].startswith("immunohistochemistry")
+    assert "DAB with hematoxylin counterstain (DAB share 0." in ihc["Morphologic diagnosis"]
+    assert "hematoxylin-dominant" not in " ".join(ihc.values())
+    assert ihc["Cytoplasmic features"].startswith("not assessed")
+    he = describe(measure([np.asarray(Image.open(sample_rois[0]).convert("RGB"))]))
+    assert he["Stain type"] == "H&E" and "DAB" not in " ".join(he.values())
+    assert "hematoxylin share of H&E" in he["Cytoplasmic features"]
+
+
+def test_example_reports_are_labelled_and_cover_both_samples(tmp_path: Path) -> None:
+    import json
+
+    from pathgls.cli.demo import example_subject
+
+    spec = example_subject(tmp_path)
+    assert spec == f"replay:{tmp_path / 'demo_example_reports.jsonl'}"
+    records = [json.loads(line) for line in Path(spec[7:]).read_text().splitlines()]
+    conditions = {"original", "stain", "attack:false-malignant-history"}
+    for item in ("cmu-1-small-region", "ihc"):
+        assert {r["condition"] for r in records if r["item_id"] == item} == conditions
+    assert all("written for the demo, not a model's output" in r["model"] for r in records)
+
+
+@pytest.mark.slow
+def test_demo_scores_logic_and_shows_the_three_routes(models_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+    from pathgls.runner.store import ResultsStore
+
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(app, ["demo", "--out", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    cards = {(c.subject.split(":")[0], c.item_id): c for c in ResultsStore(out).load_cards()}
+    assert len(cards) == 6
+    consistent, contradictory = cards[("replay", "cmu-1-small-region")], cards[("replay", "ihc")]
+    assert consistent.value("logic") > 0.9 and consistent.decision.route == "deploy"
+    assert contradictory.value("logic") < 0.2 and contradictory.decision.route == "reject"
+    evidence = contradictory.modules["stability"].evidence
+    assert evidence["changes_attack"]["diagnosis_changed"] is True
+    assert any("contradict" in r for r in contradictory.decision.reasons)
+    assert consistent.inputs["subject_model_id"].startswith("pathgls-demo-examples")
+    routes = {c.decision.route for c in cards.values()}
+    assert routes == {"deploy", "review", "reject"}
+    for c in cards.values():  # no real encoder here: grounding missing, never a random score
+        assert c.value("grounding") is None
+    assert "example reports written for this demo (not a model's output)" in res.output
+    assert "pathgls models pull plip" in res.output
+    assert "pip install -e '.[notebook]'" in res.output
+    assert "Loading weights" not in res.output

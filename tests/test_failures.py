@@ -118,16 +118,23 @@ def test_notebook_runs_on_the_demo_output(
     assert f"lowest trust: {worst.item_id} · {worst.subject}" in text
     assert worst.modules["grounding"].missing_reason in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # grounding, logic
+    # the demo's self-contradicting, attack-flipped example report is the worst: the Logic and
+    # Stability sections show its contradiction and its changed diagnosis
+    assert worst.item_id == "ihc" and worst.subject.startswith("replay:")
+    assert "No lymphovascular invasion is identified." in text
+    assert "High-grade invasive carcinoma" in text
 
 
 def test_load_run_tables_every_card_and_ranks_by_trust(demo_run: Path) -> None:
     view = load_run(demo_run)
-    assert len(view.cards) == 4 and list(view.table.columns) == list(COLUMNS)
+    assert len(view.cards) == 6 and list(view.table.columns) == list(COLUMNS)
     assert view.table["grounding"].isna().all()  # no encoder weights in the demo
     worst = lowest_trust(view, n=2)
     assert len(worst) == 2 and worst["trust"].is_monotonic_increasing
     assert worst["trust"].iloc[0] == view.table["trust"].min()
-    assert (worst["subject"] == "captioner-obedient").all()  # the attack flips its diagnosis
+    # the demo's self-contradicting example, then the captioner the attack flips
+    assert worst["subject"].iloc[0].startswith("replay:") and worst["item_id"].iloc[0] == "ihc"
+    assert worst["subject"].iloc[1] == "captioner-obedient"
 
 
 def test_cards_without_trust_follow_the_ranked_ones(demo_run: Path, tmp_path: Path) -> None:
@@ -143,9 +150,9 @@ def test_cards_without_trust_follow_the_ranked_ones(demo_run: Path, tmp_path: Pa
     store.write_card(failed)
     (store.scorecards_dir / "captioner" / "garbage.json").write_text("{", encoding="utf-8")
     view = load_run(store.root)
-    assert len(view.cards) == 5 and len(view.unreadable) == 1
+    assert len(view.cards) == 7 and len(view.unreadable) == 1
     ranked = lowest_trust(view, n=1)
-    assert list(ranked["item_id"]) == ["cmu-1-small-region", "broken-slide"]
+    assert list(ranked["item_id"]) == ["ihc", "broken-slide"]
     row = ranked.iloc[-1]
     assert np.isnan(row["trust"]) and row["route"] == "failed"
     assert row["reason"] == "slide: cannot open broken-slide.svs"

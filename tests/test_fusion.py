@@ -315,3 +315,14 @@ def test_cli_reference_penalties_flag(tmp_path: Path) -> None:
         (row,) = list(csv.DictReader(f))
     assert row["route"] == "reject" and row["trust"] == "0.450"
     assert "reference penalty: logic" in row["reasons"]
+
+
+def test_reasons_tell_a_trust_just_below_a_threshold_from_it() -> None:
+    from pathgls.fusion import _apart
+
+    assert _apart(0.49996, 0.5) == ("0.49996", "0.50000")
+    assert _apart(0.4999, 0.5) == ("0.4999", "0.5000")
+    assert _apart(0.338, 0.5) == ("0.338", "0.500")
+    assert _apart(0.5, 0.5) == ("0.500", "0.500")
+    d = route(trust=0.4999, modules=mods(), config=GateConfig())
+    assert d.route == "reject" and d.reasons[0] == "trust 0.4999 < review 0.5000"

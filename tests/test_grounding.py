@@ -302,6 +302,11 @@ def test_ground_scores_known_embeddings_with_every_calibration() -> None:
     np.testing.assert_allclose(fr.patch_values("nested pattern"), [0.0, 0.0, 1.0], atol=1e-6)
     with pytest.raises(KeyError, match="grounded: nests, mitoses"):
         fr.patch_values("carcinoma")
+    # a unique case-insensitive part of a name is enough; a part of two names lists them
+    np.testing.assert_array_equal(fr.patch_values("NEST"), fr.patch_values("nests"))
+    np.testing.assert_array_equal(fr.patch_values("mitos"), fr.patch_values("mitoses"))
+    with pytest.raises(KeyError, match="part of several grounded entities: 'nests', 'mitoses'"):
+        fr.patch_values("s")
 
 
 def test_missing_scores_and_encoder_mismatch() -> None:

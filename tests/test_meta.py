@@ -163,3 +163,21 @@ def test_metric_registry_and_meta_cli(shared_data, tmp_path) -> None:
     res = CliRunner().invoke(app, ["hare", "--refs", str(ref), "--cands", str(ref), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output[res.output.index("{") :])["score"] == pytest.approx(1.0)
+
+
+def test_meta_on_the_examples_shows_progress_except_under_json() -> None:
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    table = Path(__file__).resolve().parents[1] / "examples" / "reports.tsv"
+    res = CliRunner().invoke(app, ["meta", str(table), "--metrics", "bleu,rougeL", "--json"])
+    assert res.exit_code == 0, res.output
+    assert [c["metric"] for c in json.loads(res.stdout)] == ["bleu", "rougeL"]  # stdout: JSON only
+    assert "pairs" not in res.stderr  # quiet under --json
+    res = CliRunner().invoke(app, ["meta", str(table), "--metrics", "bleu,rougeL"])
+    assert res.exit_code == 0, res.output
+    assert "rougeL on 8 pairs" in res.stderr and "2/2" in res.stderr

@@ -21,11 +21,6 @@ from pathgls.runner.manifest import read_manifest
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
 
-SLIDES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "slides"
-TILES = SLIDES.parent / "tiles"
-CMU = SLIDES / "cmu-1-small-region.svs"
-ROI = TILES / "tissue-level0-7352-11762-7864-12274.png"
-ROI2 = TILES / "high-nuclei-score-level0.png"
 SUBJECTS = ("captioner", "captioner-obedient")
 
 
@@ -52,8 +47,25 @@ def cards_by_key(run_dir: Path) -> dict[tuple[str, str], dict]:
     return out
 
 
+# Real pixels a fresh clone has too: the sample slide of `pathgls data sample` and ROIs cut from
+# it (tests/conftest.py); the shared data only for the slide without resolution metadata.
 @pytest.fixture(scope="module")
-def two_by_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+def CMU(sample_slide: Path) -> Path:
+    return sample_slide
+
+
+@pytest.fixture(scope="module")
+def ROI(sample_rois: tuple[Path, ...]) -> Path:
+    return sample_rois[0]
+
+
+@pytest.fixture(scope="module")
+def ROI2(sample_rois: tuple[Path, ...]) -> Path:
+    return sample_rois[1]
+
+
+@pytest.fixture(scope="module")
+def two_by_two(tmp_path_factory: pytest.TempPathFactory, CMU, ROI) -> tuple[Path, Path, object]:
     base = tmp_path_factory.mktemp("two")
     src = link(base / "slides", CMU, ROI)
     out = base / "run"
@@ -61,7 +73,7 @@ def two_by_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, ob
     return src, out, result
 
 
-def test_two_slides_two_subjects_end_to_end(two_by_two) -> None:
+def test_two_slides_two_subjects_end_to_end(two_by_two, CMU, ROI) -> None:
     _src, out, result = two_by_two
     assert result.planned == 4 and result.counts == {"ok": 4, "partial": 0, "failed": 0}
     store = ResultsStore(out)
@@ -129,7 +141,7 @@ def test_gate_on_a_run_directory(two_by_two) -> None:
     assert "0 deploy, 4 review, 0 reject, 0 failed" in res.output
 
 
-def test_killed_run_resumes_with_identical_results(tmp_path: Path) -> None:
+def test_killed_run_resumes_with_identical_results(tmp_path: Path, CMU, ROI, ROI2) -> None:
     src = link(tmp_path / "slides", CMU, ROI, ROI2)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "pathgls", "benchmark", str(src), "--out", str(out)]
@@ -165,13 +177,12 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path) -> None:
     assert cards_by_key(out) == cards_by_key(fresh)
 
 
-def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
-    src = link(
-        tmp_path / "slides",
-        CMU,
-        SLIDES / "broken.svs",
-        SLIDES / "tcga-cr-7395-01a-01-ts1.svs",  # no mpp metadata
-    )
+def test_bad_inputs_are_recorded_and_the_rest_completes(
+    tmp_path: Path,
+    CMU,
+    broken_slide: Path,
+) -> None:
+    src = link(tmp_path / "slides", CMU, broken_slide)
     # a subject whose endpoint never answers (closed port, no retries)
     dead = "openai:http://127.0.0.1:9/v1#never"
     config = load_config(
@@ -180,26 +191,38 @@ def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
     result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
     store = ResultsStore(tmp_path / "run")
     cards = {(c.subject, c.item_id): c for c in store.load_cards()}
-    assert len(cards) == 6
+    assert len(cards) == 4
     ok = cards[("captioner", CMU.stem)]
     assert ok.status == "ok" and ok.modules["stability"].value == pytest.approx(1.0)
     broken = cards[("captioner", "broken")]
     assert broken.status == "failed" and broken.trust is None
     assert "SlideOpenError" in broken.errors[0]
-    no_mpp = cards[("captioner", "tcga-cr-7395-01a-01-ts1")]
-    assert no_mpp.status == "failed"
-    assert "MissingResolutionError" in no_mpp.errors[0] and "--mpp" in no_mpp.errors[0]
     dead_card = cards[(dead, CMU.stem)]
     assert dead_card.status == "failed" and dead_card.decision is None
     assert any("generation failed (original)" in e for e in dead_card.errors)
     assert dead_card.modules["stability"].value is None  # nothing invented
-    assert result.counts == {"ok": 1, "partial": 0, "failed": 5}
+    assert result.counts == {"ok": 1, "partial": 0, "failed": 3}
     row = result.summary.set_index("subject").loc["captioner"]
-    assert row["n_items"] == 3 and row["n_failed"] == 2 and row["n_ok"] == 1
+    assert row["n_items"] == 2 and row["n_failed"] == 1 and row["n_ok"] == 1
     log = [
         json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").read_text().splitlines()
     ]
-    assert len(log) == 5 and {r["status"] for r in log} == {"failed"}
+    assert len(log) == 3 and {r["status"] for r in log} == {"failed"}
+
+
+def test_a_slide_without_resolution_fails_until_mpp_is_given(
+    tmp_path: Path,
+    CMU,
+    shared_data: Path,
+) -> None:
+    src = link(tmp_path / "slides", CMU, shared_data / "slides" / "tcga-cr-7395-01a-01-ts1.svs")
+    config = load_config(run={"subjects": ("captioner",)})
+    result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
+    assert result.counts == {"ok": 1, "partial": 0, "failed": 1}
+    no_mpp = ResultsStore(tmp_path / "run").load_cards()
+    no_mpp = next(c for c in no_mpp if c.item_id == "tcga-cr-7395-01a-01-ts1")
+    assert no_mpp.status == "failed"
+    assert "MissingResolutionError" in no_mpp.errors[0] and "--mpp" in no_mpp.errors[0]
     # giving the missing resolution makes that slide work; failed cards are redone, ok ones kept
     config_mpp = load_config(run={"subjects": ("captioner",), "mpp": 0.25})
     again = run_benchmark(source=src, config=config_mpp, out=tmp_path / "run", plots=False)
@@ -207,7 +230,7 @@ def test_bad_inputs_are_recorded_and_the_rest_completes(tmp_path: Path) -> None:
     assert ResultsStore(tmp_path / "run").status("captioner", "tcga-cr-7395-01a-01-ts1") == "ok"
 
 
-def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path) -> None:
+def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path, ROI) -> None:
     src = link(tmp_path / "slides", ROI)
     item = ROI.stem
     original = "Microscopic: benign glands without atypia.\nDiagnosis: invasive ductal carcinoma."
@@ -241,20 +264,18 @@ def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path) -> None:
     assert card.modules["stability"].value == pytest.approx(1.0)
 
 
-def test_evaluate_prints_the_scorecard(tmp_path: Path) -> None:
+def test_evaluate_prints_the_scorecard(tmp_path: Path, ROI, broken_slide: Path) -> None:
     res = CliRunner().invoke(app, ["evaluate", str(ROI), "--subject", "captioner-obedient"])
     assert res.exit_code == 0, res.output
     start = res.stdout.index("{")
     card = json.loads(res.stdout[start : res.stdout.rindex("}") + 1])
     assert card["item_id"] == ROI.stem and card["inputs"]["kind"] == "roi"
     assert card["modules"]["stability"]["value"] == pytest.approx(0.5)
-    bad = CliRunner().invoke(
-        app, ["evaluate", str(SLIDES / "broken.svs"), "--subject", "captioner"]
-    )
+    bad = CliRunner().invoke(app, ["evaluate", str(broken_slide), "--subject", "captioner"])
     assert bad.exit_code == 1 and "SlideOpenError" in bad.output
 
 
-def test_benchmark_cli_errors(tmp_path: Path) -> None:
+def test_benchmark_cli_errors(tmp_path: Path, ROI) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     res = CliRunner().invoke(
@@ -281,7 +302,12 @@ def test_benchmark_cli_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2
 
 
-def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path, tiny_clip: Path) -> None:
+def test_encoder_run_grounds_keeps_maps_and_reuses_bags(
+    tmp_path: Path,
+    tiny_clip: Path,
+    CMU,
+    ROI,
+) -> None:
     from pathgls.runner.store import load_grounding_map
 
     clip = tiny_clip
@@ -324,6 +350,10 @@ def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path, tiny_cli
             assert float(saved["values"][e["phrase"]].max()) == pytest.approx(
                 e["similarity"], abs=1e-5
             )
+    # the console marks every score a random-weight encoder made (gate.csv stays numeric)
+    gate = CliRunner().invoke(app, ["gate", str(out)], env={"COLUMNS": "250"})
+    assert gate.output.count("(RANDOM WEIGHTS)") == 4, gate.output  # S_g and trust, two cards
+    assert "RANDOM" not in (out / "gate.csv").read_text()
     # a rerun with the cards gone reuses the complete bag: nothing encoded again
     mtime = bag.stat().st_mtime_ns
     for p in (out / "scorecards").rglob("*.json"):
@@ -334,7 +364,7 @@ def test_encoder_run_grounds_keeps_maps_and_reuses_bags(tmp_path: Path, tiny_cli
     assert bag.stat().st_mtime_ns == mtime
 
 
-def test_patch_views_need_an_encoder(tmp_path: Path) -> None:
+def test_patch_views_need_an_encoder(tmp_path: Path, CMU) -> None:
     res = CliRunner().invoke(
         app,
         [
@@ -352,8 +382,10 @@ def test_patch_views_need_an_encoder(tmp_path: Path) -> None:
     assert not (tmp_path / "o" / "scorecards").exists()
 
 
-def test_benchmark_exits_one_when_nothing_could_be_evaluated(tmp_path: Path) -> None:
-    src = link(tmp_path / "slides", SLIDES / "broken.svs")
+def test_benchmark_exits_one_when_nothing_could_be_evaluated(
+    tmp_path: Path, broken_slide: Path
+) -> None:
+    src = link(tmp_path / "slides", broken_slide)
     res = CliRunner().invoke(
         app, ["benchmark", str(src), "--subject", "captioner", "--out", str(tmp_path / "o")]
     )
@@ -361,8 +393,10 @@ def test_benchmark_exits_one_when_nothing_could_be_evaluated(tmp_path: Path) -> 
     assert ResultsStore(tmp_path / "o").status("captioner", "broken") == "failed"
 
 
-def test_a_dead_subject_is_skipped_after_consecutive_failures(tmp_path: Path) -> None:
-    rois = sorted(TILES.glob("*level0*.png"))[:4]
+def test_a_dead_subject_is_skipped_after_consecutive_failures(
+    tmp_path: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    rois = sample_rois[:4]
     src = link(tmp_path / "rois", *rois)
     dead = "openai:http://127.0.0.1:9/v1#never"
     config = load_config(

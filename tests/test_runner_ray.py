@@ -33,12 +33,6 @@ from pathgls.runner.manifest import read_manifest
 from pathgls.runner.run import plan_tasks, run_benchmark
 from pathgls.runner.store import ResultsStore, load_grounding_map
 
-SLIDES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "slides"
-TILES = SLIDES.parent / "tiles"
-CMU = SLIDES / "cmu-1-small-region.svs"
-ROI = TILES / "tissue-level0-7352-11762-7864-12274.png"
-ROI2 = TILES / "high-nuclei-score-level0.png"
-ROIS = (TILES / "tissue-level0-4302-10273-4814-10785.png", TILES / "low-nuclei-score-level0.png")
 CONDITIONS = ("original", "stain", "attack:false-malignant-history")
 #: Replayed reports with visual entities and a diagnosis, so that Logic and Grounding score
 #: something (the captioners' reports name no entity) and Stability's Δ is not zero.
@@ -132,8 +126,25 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+# Real pixels a fresh clone has too: the sample slide of `pathgls data sample` and ROIs cut
+# from it (tests/conftest.py).
 @pytest.fixture(scope="module")
-def grounded(tmp_path_factory: pytest.TempPathFactory, tiny_clip: Path) -> dict[str, object]:
+def CMU(sample_slide: Path) -> Path:
+    return sample_slide
+
+
+@pytest.fixture(scope="module")
+def ROI(sample_rois: tuple[Path, ...]) -> Path:
+    return sample_rois[0]
+
+
+@pytest.fixture(scope="module")
+def grounded(
+    tmp_path_factory: pytest.TempPathFactory,
+    tiny_clip: Path,
+    CMU: Path,
+    ROI: Path,
+) -> dict[str, object]:
     """A slide and an ROI, two offline subjects, a tiny random CLIP; two local runs of them.
 
     ``local``: as a user runs it (torch on every core); ``local_1t``: torch on one thread, as
@@ -207,8 +218,10 @@ def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
 
 
 @needs_ray
-def test_ray_records_failed_items_and_completes_the_rest(tmp_path: Path) -> None:
-    src = link(tmp_path / "slides", CMU, SLIDES / "broken.svs")
+def test_ray_records_failed_items_and_completes_the_rest(
+    tmp_path: Path, CMU: Path, broken_slide: Path
+) -> None:
+    src = link(tmp_path / "slides", CMU, broken_slide)
     # a subject whose endpoint never answers (closed port; no retries, so no backoff waits)
     dead = "openai:http://127.0.0.1:9/v1#never"
     config = load_config(
@@ -241,7 +254,7 @@ def test_ray_records_failed_items_and_completes_the_rest(tmp_path: Path) -> None
 
 
 @needs_ray
-def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path) -> None:
+def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path, ROI: Path) -> None:
     import ray
 
     config = load_config(
@@ -284,10 +297,12 @@ def _busy_ray_workers() -> list[int]:
 
 @needs_ray
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
-def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
+def test_dead_worker_fails_its_item_and_the_run_goes_on(
+    tmp_path: Path, CMU: Path, sample_rois: tuple[Path, ...]
+) -> None:
     # five items: when the first busy worker is killed, items are still waiting, so it is
     # replaced (the other worker cannot finish three items in the moment Ray needs to notice)
-    src = link(tmp_path / "slides", CMU, ROI, ROI2, *ROIS)
+    src = link(tmp_path / "slides", CMU, *sample_rois[:4])
     config = load_config(run={"subjects": ("captioner",), "executor": "ray", "workers": 2})
     killed: list[int] = []
     stop = threading.Event()
@@ -320,7 +335,9 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(tmp_path: Path) -> None:
     assert [(item.item_id, subjects) for item, subjects in tasks] == [(lost.item_id, ["captioner"])]
 
 
-def test_missing_ray_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_ray_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ROI: Path
+) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     config = load_config(run={"subjects": ("captioner",), "executor": "ray"})
     with pytest.raises(ConfigError, match=r"pip install 'pathgls\[ray\]'"):

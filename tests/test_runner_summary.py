@@ -283,6 +283,40 @@ def test_plot_subjects(cards: list[ScoreCard], tmp_path: Path) -> None:
     _assert_png(plot_subjects(only_failed, path=tmp_path / "ghost.png"))
 
 
+def test_plots_name_missing_modules_shorten_specs_and_mark_random_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathgls.runner import summary
+
+    figures = []
+    monkeypatch.setattr(summary, "_save_figure", lambda fig, path: figures.append(fig) or path)
+    spec = "openai:http://a-very-long-host.example.org:8000/v1#llava-med-v1.5-mistral-7b"
+    random_card = _card("a", spec, trust=0.6, logic=0.7, stability=0.5, grounding=0.4)
+    random_card.modules["grounding"].warnings.append(
+        "random-weight encoder: this grounding proves wiring only, not a result"
+    )
+    cards = [random_card, _card("a", "captioner", trust=0.5, stability=0.5)]
+    note = summary.random_note(cards)
+    assert note is not None and note.startswith("RANDOM WEIGHTS: grounding")
+    assert summary.random_note(cards[1:]) is None
+    plot_subjects(summarise(cards, n_boot=200), path=tmp_path / "s.png", random_note=note)
+    plot_modules(cards, path=tmp_path / "m.png")
+    subjects_fig, modules_fig = figures
+    ax = subjects_fig.axes[0]
+    # captioner has no grounding, logic, hare: each slot says "missing"
+    assert sum(t.get_text() == "missing" for t in ax.texts) >= 3
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # beside the bars
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "captioner" in labels and all(len(t) <= 40 for t in labels)
+    (openai,) = [t for t in labels if t.startswith("openai:")]
+    assert openai.endswith("mistral-7b") and "…" in openai
+    ticks = [t.get_text() for t in modules_fig.axes[0].get_xticklabels()]
+    assert all(len(t) <= 24 for t in ticks) and any(t.startswith("openai") for t in ticks)
+    for fig in figures:
+        assert fig._suptitle is not None and "RANDOM WEIGHTS" in fig._suptitle.get_text()
+
+
 def test_plot_subjects_empty_and_bad_table(tmp_path: Path) -> None:
     _assert_png(plot_subjects(summarise([]), path=tmp_path / "empty.png"))
     with pytest.raises(ConfigError):

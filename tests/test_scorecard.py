@@ -42,6 +42,7 @@ from pathgls.evidence import (
     read_evidence,
 )
 from pathgls.fusion import FusionConfig, GateConfig, evidence_note, gate_scorecard
+from pathgls.io.resources import resource
 from pathgls.runner.items import WorkItem
 from pathgls.runner.run import plan_tasks, run_benchmark
 from pathgls.runner.store import ResultsStore
@@ -50,7 +51,8 @@ from pathgls.types import SCORECARD_VERSION, ModuleScore, ScoreCard
 
 ROOT = Path(__file__).resolve().parents[1]
 V1 = ROOT / "tests" / "data" / "scorecards_v1"
-SCHEMA = json.loads((ROOT / "docs" / "scorecard.schema.json").read_text(encoding="utf-8"))
+# the schema ships in the package (pathgls/resources), so installed users can validate cards too
+SCHEMA = json.loads(resource("scorecard.schema.json").read_text(encoding="utf-8"))
 V1_NAMES = ("ok_grounded", "partial", "failed")
 ATTACK = "attack:false-malignant-history"
 ORIGINAL = (

@@ -353,3 +353,23 @@ def test_montage_and_patches_views_from_a_bag(
         cache=cache,
     )
     assert len(calls) == 15  # the rerun was served from the cache
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_stability_cli_exits_one_when_s_s_cannot_be_computed(
+    sample_rois, tmp_path, as_json: bool
+) -> None:
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    config = tmp_path / "dead.toml"
+    config.write_text("[subject]\nmax_retries = 0\ntimeout_s = 2\n", encoding="utf-8")
+    dead = "openai:http://127.0.0.1:9/v1#never"  # a closed port: the endpoint never answers
+    args = ["stability", "--subject", dead, "--image", str(sample_rois[0]), "--config", config]
+    res = CliRunner().invoke(app, [str(a) for a in args] + (["--json"] if as_json else []))
+    assert res.exit_code == 1, res.output
+    assert "S_s could not be computed" in res.output
+    if as_json:
+        data = json.loads(res.stdout[res.stdout.index("{") : res.stdout.rindex("}") + 1])
+        assert data["stability"] is None and data["missing_reason"]

@@ -16,15 +16,11 @@ from pathgls.testing.synthetic import (
 
 openslide = pytest.importorskip("openslide")
 
-CMU = Path(__file__).resolve().parents[2] / "shared" / "data" / "slides" / "cmu-1-small-region.svs"
-
 
 @pytest.fixture(scope="module")
-def cmu_rgb() -> np.ndarray:
-    """The real CMU-1 H&E region (2220×2967, 0.499 µm/px), read with OpenSlide."""
-    if not CMU.is_file():
-        pytest.skip(f"shared slide missing: {CMU}")
-    with openslide.OpenSlide(str(CMU)) as slide:
+def cmu_rgb(sample_slide: Path) -> np.ndarray:
+    """The real CMU-1 H&E region (2220×2967, 0.499 µm/px; `pathgls data sample`), via OpenSlide."""
+    with openslide.OpenSlide(str(sample_slide)) as slide:
         rgba = np.asarray(slide.read_region((0, 0), 0, slide.dimensions))
     return np.ascontiguousarray(rgba[..., :3])
 

@@ -127,8 +127,14 @@ def stability(
                 indent=2,
             )
         )
-        return
-    _print(run, item, subject)
+    else:
+        _print(run, item, subject)
+    if score.value is None:  # the score asked for was not computed: a script must notice
+        console.print(
+            f"[red]error:[/] S_s could not be computed: {escape(score.missing_reason or '')}",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def _one_subject(subjects: tuple[str, ...]) -> str:

@@ -142,6 +142,19 @@ def report_run(result: Any, console: Console) -> None:
     from pathgls.runner.summary import print_summary
 
     print_summary(result.summary, console=Console())
+    from pathgls.cli.common import RANDOM_MARK, random_weight_modules
+    from pathgls.runner.store import ResultsStore
+
+    random = sorted(
+        {c.subject for c in ResultsStore(result.run_dir).load_cards() if random_weight_modules(c)}
+    )
+    if random:  # the summary's numbers for these subjects are wiring checks, not results
+        Console().print(
+            f"[red]{RANDOM_MARK}:[/] grounding, and so the trust, of {escape(', '.join(random))} "
+            "was computed with a random-weight test encoder: it proves the wiring only, it is "
+            "not a result",
+            soft_wrap=True,
+        )
     c = result.counts
     console.print(
         f"{result.planned} item × subject pairs: {c.get('ok', 0)} ok, {c.get('partial', 0)} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,22 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
-from pathgls.errors import ConfigError, PathGLSError
-from pathgls.meta.calibrate import (
-    DEFAULT_WEIGHTS,
-    AblationRow,
-    CalibrationError,
-    ThresholdResult,
-    ValidationRow,
-    WeightSearchResult,
-    ablation,
-    read_labels,
-    read_validation_table,
-    rows_from_cards,
-    thresholds_for_precision,
-    trust_scores,
-    weight_search,
-)
+from pathgls.errors import CalibrationError, ConfigError, PathGLSError
+
+if TYPE_CHECKING:  # pathgls.meta imports scipy.stats (~1 s): only when the command runs
+    from pathgls.meta.calibrate import (
+        AblationRow,
+        ThresholdResult,
+        ValidationRow,
+        WeightSearchResult,
+    )
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -52,6 +45,8 @@ def load_rows(source: Path, *, labels: Path | None, console: Console) -> list[Va
         CalibrationError: the source or labels cannot be read, a run directory without
             ``--labels`` or without cards, a table with ``--labels``, or no labelled card.
     """
+    from pathgls.meta.calibrate import read_labels, read_validation_table, rows_from_cards
+
     if source.is_file():
         if labels is not None:
             raise CalibrationError(f"--labels goes with a run directory; {source} is a table")
@@ -99,10 +94,15 @@ def _num(x: float | None, fmt: str = ".3f") -> str:
 def print_search(search: WeightSearchResult, console: Console) -> None:
     """Best weights against the defaults, then the top grid points."""
     mods = list(search.weights)
-    table = Table(title=f"Module weights — {search.n_rows} labelled row(s)")
+    table = Table(
+        title=f"Module weights — {search.n_rows} labelled row(s)",
+        caption="best ρ with its 95% CI (Fisher z); chosen on these rows, so optimistic",
+    )
     for col in ("weights", *mods, "Spearman ρ"):
         table.add_column(col)
-    table.add_row("best", *(f"{search.weights[m]:.2f}" for m in mods), _num(search.spearman))
+    ci = search.spearman_ci
+    best = _num(search.spearman) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " [no CI]")
+    table.add_row("best", *(f"{search.weights[m]:.2f}" for m in mods), best)
     table.add_row(
         "default",
         *(f"{search.default_weights[m]:.2f}" for m in mods),
@@ -154,6 +154,8 @@ def _nan(v: Any) -> bool:
 
 def fusion_weights(search: WeightSearchResult) -> dict[str, float]:
     """The searched weights, plus the default weight (same scale) of every module not searched."""
+    from pathgls.meta.calibrate import DEFAULT_WEIGHTS
+
     searched = dict(search.weights)
     base = sum(DEFAULT_WEIGHTS[m] for m in searched)
     scale = sum(searched.values()) / base if base > 0 else 1.0
@@ -250,6 +252,13 @@ def calibrate(
     Weights maximise Spearman ρ(trust, label) on a simplex grid; the deploy threshold is the
     lowest trust (under those weights) whose deployed items reach the target precision.
     """
+    from pathgls.meta.calibrate import (
+        ablation,
+        thresholds_for_precision,
+        trust_scores,
+        weight_search,
+    )
+
     console = Console(stderr=True)
     try:
         rows = load_rows(source, labels=labels, console=console)

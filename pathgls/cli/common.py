@@ -30,8 +30,11 @@ def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoRet
     raise typer.Exit(code)
 
 
-def progress_bar(console: Console) -> Progress:
-    """The progress bar of long commands: description, bar, done/total, elapsed, remaining."""
+def progress_bar(console: Console, *, quiet: bool = False) -> Progress:
+    """The progress bar of long commands: description, bar, done/total, elapsed, remaining.
+
+    ``quiet`` (``--json``): nothing is drawn, so machine-read output stays clean.
+    """
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -39,6 +42,7 @@ def progress_bar(console: Console) -> Progress:
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
+        disable=quiet,
     )
 
 
@@ -60,3 +64,17 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
+
+
+#: How a score computed with random test weights is marked wherever the console shows it.
+RANDOM_MARK = "RANDOM WEIGHTS"
+
+
+def random_weight_modules(card: object) -> tuple[str, ...]:
+    """Modules of a ScoreCard computed with random-weight models (their warnings say so)."""
+    modules = getattr(card, "modules", {}) or {}
+    return tuple(
+        name
+        for name, m in modules.items()
+        if any("random-weight" in w for w in (getattr(m, "warnings", None) or ()))
+    )

@@ -17,8 +17,16 @@ from pathgls.errors import PathGLSError
 
 #: The demo's inputs: a real H&E slide region and a real IHC image (see ``pathgls data list``).
 DEMO_SAMPLES = ("cmu-small-region", "ihc")
-#: The two demo subjects: the measuring captioner and its prompt-obedient twin.
+#: The demo's measuring subjects: the captioner and its prompt-obedient twin (no diagnosis).
 DEMO_SUBJECTS = ("captioner", "captioner-obedient")
+#: Example reports for the two sample images, written by hand for the demo and labelled so in
+#: every record (``model``), so that Logic has diagnoses to check and the gate shows all three
+#: routes: on the slide a consistent, stable report (deploy); on the IHC image one that
+#: contradicts itself and changes its diagnosis under the false-history attack (reject). The
+#: captioners' reports, Stability alone, go to review. Copied into the run directory under
+#: this name, which is also the replay subject's name.
+EXAMPLES_RESOURCE = "demo_example_reports.jsonl"
+EXAMPLES_LABEL = "example reports written for this demo (not a model's output)"
 DEMO_ENCODER = "plip"
 NOTEBOOK = "notebooks/failure_cases.ipynb"
 
@@ -62,6 +70,16 @@ def link_inputs(paths: list[Path], directory: Path) -> Path:
     return directory
 
 
+def example_subject(out: Path) -> str:
+    """Copy the demo's example reports into ``out`` and return their ``replay:`` subject spec."""
+    from pathgls.io.resources import resource
+
+    target = out / EXAMPLES_RESOURCE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(resource(EXAMPLES_RESOURCE), target)
+    return f"replay:{target}"
+
+
 def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
     config: Annotated[
@@ -72,7 +90,11 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """Fetch the sample slide and IHC image, score two subjects on them, gate the reports."""
+    """Fetch the sample slide and IHC image, score three subjects on them, gate the reports.
+
+    The subjects: the two measuring captioners and example reports written for the demo
+    (labelled so), which make Logic score and the gate deploy, review and reject.
+    """
     from pathgls.cli.benchmark import execute, report_run
     from pathgls.cli.gate import card_row, print_gate_table
     from pathgls.config import load_config, validate_run
@@ -81,12 +103,14 @@ def demo(
 
     console = Console(stderr=True)
     try:
-        run_config = load_config(config, run={"subjects": DEMO_SUBJECTS})
+        examples = example_subject(out)
+        run_config = load_config(config, run={"subjects": (examples, *DEMO_SUBJECTS)})
         with console.status("fetching the sample data (real H&E slide region, real IHC image)"):
             paths = [fetch_sample(name) for name in DEMO_SAMPLES]
         inputs = link_inputs(paths, out / "inputs")
         encoder, why = real_encoder()
         console.print(f"grounding: {escape(why)}", soft_wrap=True)
+        console.print(f"subject {escape(examples)}: {EXAMPLES_LABEL}", soft_wrap=True)
         run_config = dataclasses.replace(
             run_config, encoder=dataclasses.replace(run_config.encoder, name=encoder)
         )
@@ -96,17 +120,33 @@ def demo(
         fail(console, e)
     report_run(result, console)
     cards = ResultsStore(out).load_cards()
-    print_gate_table([card_row(c, file="") for c in cards])
-    _explain(cards, console, encoder_reason=None if encoder else why)
+    rows = [card_row(c, file="") for c in cards]
+    for row in rows:  # the replay spec is a long path; the label says what it is
+        if row["subject"] == examples:
+            row["subject"] = "demo examples*"
+    print_gate_table(rows)
+    _explain(cards, console, encoder_reason=None if encoder else why, examples=examples)
     console.print(
-        f"inspect the failure cases: PATHGLS_RUN_DIR={escape(str(out))} jupyter lab {NOTEBOOK}",
+        "inspect the failure cases: "
+        + escape("pip install -e '.[notebook]'")
+        + f" && PATHGLS_RUN_DIR={escape(str(out))} jupyter lab {NOTEBOOK}",
         soft_wrap=True,
     )
     write_demo_report(out, console)
 
 
-def _explain(cards: list[Any], console: Console, *, encoder_reason: str | None) -> None:
-    """Why modules are missing, once per reason, so the table's gaps are not a mystery."""
+def _explain(
+    cards: list[Any], console: Console, *, encoder_reason: str | None, examples: str
+) -> None:
+    """What the subjects are and why modules are missing, so the table's gaps are no mystery."""
+    console.print(
+        f"[bold]demo examples*[/] ({escape(examples)}): {EXAMPLES_LABEL} — on the slide a "
+        "consistent, stable report; on the IHC image one that contradicts itself and changes "
+        "its diagnosis under the false-history attack. captioner, captioner-obedient: "
+        "pathgls's non-learned measuring baseline (it states no diagnosis; the obedient one "
+        "adopts the attack's).",
+        soft_wrap=True,
+    )
     if encoder_reason:
         console.print(f"[yellow]S_g missing:[/] {escape(encoder_reason)}", soft_wrap=True)
     seen: set[str] = set()

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pathgls.cli.common import fail
+from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
 from pathgls.types import ScoreCard
 
@@ -241,7 +241,17 @@ def card_row(card: ScoreCard, *, file: str = "") -> dict[str, Any]:
         "reasons": " | ".join(reasons),
         "first_reason": reasons[0] if reasons else "",
         "top_reasons": reasons[:2],
+        # modules scored with random test weights (marked on the console; not a CSV column)
+        "random_weights": random_weight_modules(card),
     }
+
+
+def _cell(row: dict[str, Any], name: str) -> str:
+    """A score cell of the gate table, marked when random test weights made it (or the trust)."""
+    random = row.get("random_weights") or ()
+    value = row[name] or "—"
+    marked = bool(row[name]) and (name in random or (name == "trust" and bool(random)))
+    return f"{value} [red]({RANDOM_MARK})[/]" if marked else value
 
 
 def print_gate_table(rows: list[dict[str, Any]]) -> None:
@@ -254,10 +264,7 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
         table.add_row(
             escape(r["item_id"]),
             escape(r["subject"]),
-            r["grounding"] or "—",
-            r["logic"] or "—",
-            r["stability"] or "—",
-            r["trust"] or "—",
+            *(_cell(r, name) for name in ("grounding", "logic", "stability", "trust")),
             f"[{colour[r['route']]}]{r['route']}[/]",
             # the deciding reason and the first piece of evidence behind it
             escape("\n".join(r.get("top_reasons") or [r["first_reason"]])),

@@ -69,7 +69,11 @@ def ground(
         Path | None, Opt(help="Write the top patches per entity as QuPath GeoJSON here.")
     ] = None,
     heatmap: Annotated[
-        str | None, Opt(help="Entity (phrase, concept or mention) to draw a heat map of.")
+        str | None,
+        Opt(
+            help="Entity to draw a heat map of: its phrase, concept or mention, or a part of it "
+            "that only one grounded entity has (case-insensitive)."
+        ),
     ] = None,
     out: Annotated[Path | None, Opt(help="PNG path of the heat map.")] = None,
     thumbnail_size: Annotated[int, Opt(help="Longest side of the heat-map thumbnail.")] = 1024,
@@ -242,23 +246,61 @@ def _slide_thumbnail(kw: dict[str, Any], src: Any) -> dict[str, Any]:
 
 
 def _draw(result: Any, thumb: dict[str, Any] | None, entity: str, out: Path) -> None:
-    from pathgls.inspect.viz import heatmap_overlay, save_png
+    """The heat map as a figure a reader can read: title, colour bar, best window, marks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pathgls.cli.common import RANDOM_MARK
+    from pathgls.grounding import RANDOM_WEIGHTS_WARNING
+    from pathgls.inspect.viz import plot_heatmap
 
     if result.score.value is None or thumb is None:
         raise PathGLSError(f"no heat map: {result.score.missing_reason}")
-    values = result.patch_values(entity)
+    try:
+        index = result.entity_index(entity)
+    except KeyError as e:
+        raise PathGLSError(f"no heat map: {e.args[0]}") from e
+    target = result.selection.targets[index]
+    values = result.patch_values(target.phrase)
     ox, oy = thumb["origin"]
     coords = thumb["coords"] - [round(ox), round(oy)]
-    save_png(
-        out,
-        heatmap_overlay(
-            thumbnail=thumb["image"],
-            values=values,
-            coords=coords,
-            patch_size_level0=thumb["patch_size_level0"],
-            slide_size=thumb["slide_size"],
-        ),
+    ev = next(
+        (e for e in result.score.evidence.get("entities", []) if e["phrase"] == target.phrase), {}
     )
+    box = ev.get("box")
+    mark = (box[0] - round(ox), box[1] - round(oy), box[2], box[3]) if box else None
+    h, w = thumb["image"].shape[:2]
+    fig, ax = plt.subplots(figsize=(max(4.0, w / 100 * 1.25), max(3.0, h / 100 + 0.9)), dpi=100)
+    plot_heatmap(
+        ax,
+        thumbnail=thumb["image"],
+        values=values,
+        coords=coords,
+        patch_size_level0=thumb["patch_size_level0"],
+        slide_size=thumb["slide_size"],
+        title=(
+            f"{target.phrase}: per-patch similarity (best window in cyan)\n"
+            f"S_g {result.score.value:.3f}, {result.score.evidence.get('encoder')}"
+        ),
+        mark=mark,
+    )
+    if RANDOM_WEIGHTS_WARNING in result.score.warnings:
+        fig.text(
+            0.5,
+            0.01,
+            f"{RANDOM_MARK}: a wiring check, not a result",
+            color="red",
+            ha="center",
+            va="bottom",
+            fontsize=12,
+            weight="bold",
+        )
+    try:
+        fig.savefig(out, format="png")
+    finally:
+        plt.close(fig)
 
 
 def _print(score: Any, as_json: bool) -> None:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pathgls.cli.common import fail
+from pathgls.cli.common import fail, progress_bar
 from pathgls.errors import PathGLSError
 
 Opt = typer.Option
@@ -144,9 +144,14 @@ def meta(
         rows, notes = read_expert_table(table_path, score=score_column)
         for n in notes:
             console.print(f"[yellow]skipped[/] {escape(n)}", soft_wrap=True)
-        values = compute_metrics(
-            names, references=[r.reference for r in rows], candidates=[r.candidate for r in rows]
-        )
+        refs, cands = [r.reference for r in rows], [r.candidate for r in rows]
+        values: dict[str, list[float]] = {}
+        with progress_bar(console, quiet=as_json) as bar:  # a metric can take minutes
+            task = bar.add_task("metrics", total=len(names))
+            for n in names:
+                bar.update(task, description=f"{n} on {len(rows)} pairs")
+                values |= compute_metrics([n], references=refs, candidates=cands)
+                bar.advance(task)
         expert = [r.expert for r in rows]
         results = [
             correlate(metric=n, values=values[n], expert=expert, include_zeros=include_zeros)

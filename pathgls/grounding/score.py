@@ -67,14 +67,26 @@ class GroundingResult:
     def entity_index(self, entity: str) -> int:
         """Index of a target by phrase, concept or mention (case-insensitive).
 
+        A name that is no target's exact name may be part of one (``carcinoma`` for "invasive
+        ductal carcinoma") when exactly one target contains it.
+
         Raises:
-            KeyError: no target by that name (the message lists them).
+            KeyError: no target by that name, or a part of several (the message lists them).
         """
         needle = entity.strip().lower()
-        for i, t in enumerate(self.selection.targets):
-            names = {t.phrase.lower(), t.concept.lower(), *(m.lower() for m in t.mentions)}
-            if needle in names:
+        names = [
+            {t.phrase.lower(), t.concept.lower(), *(m.lower() for m in t.mentions)}
+            for t in self.selection.targets
+        ]
+        for i, known_names in enumerate(names):
+            if needle in known_names:
                 return i
+        partial = [i for i, ns in enumerate(names) if needle and any(needle in n for n in ns)]
+        if len(partial) == 1:
+            return partial[0]
+        if partial:
+            candidates = ", ".join(repr(self.selection.targets[i].phrase) for i in partial)
+            raise KeyError(f"{entity!r} is part of several grounded entities: {candidates}")
         known = ", ".join(t.phrase for t in self.selection.targets) or "none"
         raise KeyError(f"no grounded entity {entity!r}; grounded: {known}")
 

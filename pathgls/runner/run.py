@@ -156,7 +156,13 @@ def finish(
     plots: bool = True,
 ) -> RunResult:
     """Summarise the run's cards (this plan's items and subjects), write files and manifest."""
-    from pathgls.runner.summary import plot_modules, plot_subjects, summarise, write_summary
+    from pathgls.runner.summary import (
+        plot_modules,
+        plot_subjects,
+        random_note,
+        summarise,
+        write_summary,
+    )
 
     wanted = {(s, i.item_id) for i in items for s in config.run.subjects}
     cards = [c for c in store.load_cards() if (c.subject, c.item_id) in wanted]
@@ -165,7 +171,9 @@ def finish(
     files = write_summary(table, out_dir=store.root)
     if plots:
         files["modules_plot"] = plot_modules(cards, path=store.root / "plots" / "modules.png")
-        files["subjects_plot"] = plot_subjects(table, path=store.root / "plots" / "subjects.png")
+        files["subjects_plot"] = plot_subjects(
+            table, path=store.root / "plots" / "subjects.png", random_note=random_note(cards)
+        )
     if manifest.get("models") is None:
         manifest["models"] = _models_from_cards(cards)
     manifest.setdefault("counts", {}).update(counts, cards=len(cards))

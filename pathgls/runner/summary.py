@@ -196,10 +196,35 @@ def _no_scores(path: str | os.PathLike[str]) -> Path:
     return _save_figure(fig, path)
 
 
+def _short(subject: str, limit: int = 24) -> str:
+    """A subject spec short enough for an axis or a legend: its start and its end (the model)."""
+    return (
+        subject
+        if len(subject) <= limit
+        else f"{subject[: limit // 2 - 1]}…{subject[-(limit // 2) :]}"
+    )
+
+
+def random_note(cards: Iterable[ScoreCard]) -> str | None:
+    """A figure's mark when some of its scores come from random test weights."""
+    random = sorted(
+        {
+            name
+            for c in cards
+            for name, m in c.modules.items()
+            if any("random-weight" in w for w in (m.warnings or ()))
+        }
+    )
+    if not random:
+        return None
+    return f"RANDOM WEIGHTS: {', '.join(random)} (and trust) are wiring checks, not results"
+
+
 def _label_subjects(ax: Any, subjects: list[str], positions: Any) -> None:
-    long = max((len(s) for s in subjects), default=0) > 8 or len(subjects) > 4
+    labels = [_short(s) for s in subjects]
+    long = max((len(s) for s in labels), default=0) > 8 or len(labels) > 4
     ax.set_xticks(list(positions))
-    ax.set_xticklabels(subjects, rotation=30 if long else 0, ha="right" if long else "center")
+    ax.set_xticklabels(labels, rotation=30 if long else 0, ha="right" if long else "center")
 
 
 def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) -> Path:
@@ -207,6 +232,7 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
 
     Metrics without any value get no panel; when nothing is plottable the figure says so.
     """
+    cards = list(cards)
     grouped = _by_subject(cards)
     subjects = list(grouped)
     values = {s: {m: _values(grouped[s], m) for m in METRICS} for s in subjects}
@@ -231,11 +257,19 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
         ax.set_title(metric)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("score")
+    note = random_note(cards)
+    if note:
+        fig.suptitle(note, color="red", fontweight="bold")
     return _save_figure(fig, path)
 
 
-def plot_subjects(table: pd.DataFrame, *, path: str | os.PathLike[str]) -> Path:
+def plot_subjects(
+    table: pd.DataFrame, *, path: str | os.PathLike[str], random_note: str | None = None
+) -> Path:
     """Grouped bars of each metric's mean per subject with CI error bars; PNG at ``path``.
+
+    A metric a subject has no value for is a slot labelled "missing" (not a blank); the legend
+    sits beside the bars; ``random_note`` (see :func:`random_note`) is drawn as a red title.
 
     Raises:
         ConfigError: ``table`` lacks columns of :func:`summarise`'s table.
@@ -259,21 +293,27 @@ def plot_subjects(table: pd.DataFrame, *, path: str | os.PathLike[str]) -> Path:
         highs = np.array([rec[f"{m}_ci_high"] for m in METRICS], dtype=np.float64)
         ok = np.isfinite(means)
         color = f"C{i % 10}"
+        label = _short(str(rec["subject"]), 40)
+        for xm in x[~ok] + offset:  # a missing module is named, not left as an empty slot
+            ax.text(xm, 0.02, "missing", rotation=90, ha="center", va="bottom", fontsize=7)
         if not ok.any():  # nothing to draw, but keep the subject in the legend
-            ax.bar([np.nan], [np.nan], width=width, color=color, label=str(rec["subject"]))
+            ax.bar([np.nan], [np.nan], width=width, color=color, label=label)
             continue
-        ax.bar(x[ok] + offset, means[ok], width=width, color=color, label=str(rec["subject"]))
+        ax.bar(x[ok] + offset, means[ok], width=width, color=color, label=label)
         ci = ok & np.isfinite(lows) & np.isfinite(highs)
         if ci.any():
             yerr = np.vstack([means[ci] - lows[ci], highs[ci] - means[ci]]).clip(min=0.0)
             ax.errorbar(x[ci] + offset, means[ci], yerr=yerr, fmt="none", ecolor="black", capsize=3)
     ax.set_xticks(x)
     ax.set_xticklabels(METRICS)
+    ax.set_xlim(-0.5, len(METRICS) - 0.5)  # every slot inside the axes, the "missing" labels too
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("mean score")
     ax.set_title("Subjects compared (bars: mean, whiskers: bootstrap CI)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(title="subject", fontsize="small")
+    ax.legend(title="subject", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if random_note:
+        fig.suptitle(random_note, color="red", fontweight="bold")
     return _save_figure(fig, path)
 
 

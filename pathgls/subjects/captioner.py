@@ -7,7 +7,8 @@ the whole pipeline runnable offline and gives tests a subject whose reactions ar
   (DAB present or not), hematoxylin/eosin balance from Ruifrok–Johnston colour deconvolution
   (``skimage.color.rgb2hed``), and a nuclear density proxy (the fraction of tissue covered by
   hematoxylin-dense blobs of nuclear size), and writes them into the six-field format; so a
-  stain shift that moves the H/E balance moves its words;
+  stain shift that moves the H/E balance moves its words; on an IHC image (DAB, no eosin) it
+  reports the DAB share against the hematoxylin counterstain and does not assess cytoplasm;
 - ``captioner`` ignores the prompt's clinical history;
 - ``captioner-obedient`` adopts it: a diagnosis named in the prompt (found by the lexicon
   extractor) becomes its morphologic diagnosis, with the nuclear features that diagnosis
@@ -121,9 +122,20 @@ def describe(m: ImageMeasures) -> dict[str, str]:
     ihc = m.dab > 0.015 and m.eosin < 0.2 * m.dab  # IHC has no eosin counterstain
     stain = "immunohistochemistry (DAB chromogen present)" if ihc else "H&E"
     cellular = _word(m.nuclear_density, (0.04, 0.12), ("sparsely", "moderately", "densely"))
-    balance = _word(
-        m.h_fraction, (0.42, 0.58), ("eosin-dominant", "balanced H&E", "hematoxylin-dominant")
-    )
+    if ihc:
+        # no eosin on IHC: the balance that means something is DAB against the counterstain
+        dab_share = m.dab / (m.dab + m.hematoxylin) if m.dab + m.hematoxylin > 0 else 0.0
+        balance = f"DAB with hematoxylin counterstain (DAB share {dab_share:.2f})"
+        cytoplasm = "not assessed: immunohistochemistry has no eosin counterstain"
+    else:
+        balance = _word(
+            m.h_fraction, (0.42, 0.58), ("eosin-dominant", "balanced H&E", "hematoxylin-dominant")
+        )
+        cytoplasm = (
+            "abundant eosinophilic cytoplasm"
+            if m.h_fraction < 0.5
+            else "scant, pale cytoplasm relative to nuclei"
+        ) + f" (hematoxylin share of H&E {m.h_fraction:.2f})"
     solid = _word(m.whitespace, (0.15, 0.4), ("solid", "partly open", "loose, open"))
     return {
         "Stain type": stain,
@@ -138,12 +150,7 @@ def describe(m: ImageMeasures) -> dict[str, str]:
             else "nuclei of ordinary staining intensity"
         )
         + f" (mean hematoxylin density {m.hematoxylin:.3f})",
-        "Cytoplasmic features": (
-            "abundant eosinophilic cytoplasm"
-            if m.h_fraction < 0.5
-            else "scant, pale cytoplasm relative to nuclei"
-        )
-        + f" (hematoxylin share {m.h_fraction:.2f})",
+        "Cytoplasmic features": cytoplasm,
         "Morphologic diagnosis": (
             f"no diagnosis ({BASELINE_NOTE}); {cellular} cellular, {balance} staining"
         ),
@@ -159,7 +166,7 @@ class Captioner:
     """The measuring baseline subject (see the module docstring)."""
 
     learned = False
-    revision = "measure-v1"
+    revision = "measure-v2"  # v2: IHC images described by DAB share, not H/E balance
 
     def __init__(self, *, obedient: bool = False, mpp: float = 0.5) -> None:
         self.obedient = obedient

