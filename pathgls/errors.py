@@ -278,6 +278,24 @@ class EvidenceError(ScoreCardError):
     """A module's evidence does not have the shape of its typed view (the message names the key)."""
 
 
+# -- runner -------------------------------------------------------------------------------------
+
+
+class LockedError(PathGLSError):
+    """Another live process holds the lock of a run directory or a feature bag.
+
+    ``holder`` is what that process wrote into the lock: pid, host, start time, command.
+    """
+
+    def __init__(self, message: str, *, holder: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.holder = dict(holder or {})
+
+
+class RunIntegrityError(PathGLSError):
+    """A run's results do not add up (fewer or more ScoreCards than items × subjects)."""
+
+
 # -- inspect ------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.errors import PathGLSError
+from pathgls.io.redact import redact
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -118,8 +119,12 @@ def execute(
     out: Path,
     console: Console,
     references: Path | None = None,
+    wait: bool = False,
 ) -> Any:
-    """Run with a progress bar and the run log; returns the :class:`RunResult`."""
+    """Run with a progress bar and the run log; returns the :class:`RunResult`.
+
+    ``wait``: when another run holds ``out``, wait for it instead of refusing.
+    """
     from pathgls.runner.run import run_benchmark
 
     with run_logging(out, "benchmark"), progress_bar(console) as bar:
@@ -134,6 +139,7 @@ def execute(
             out=out,
             references=references,
             progress=progress,
+            wait_s=None if wait else 0.0,
         )
 
 
@@ -174,6 +180,9 @@ def benchmark(
     config: ConfigOpt = None,
     subject_timeout: TimeoutOpt = None,
     subject_retries: RetriesOpt = None,
+    wait: Annotated[
+        bool, Opt(help="When another run is using OUT, wait for it instead of refusing.")
+    ] = False,
 ) -> None:
     """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
 
@@ -205,6 +214,7 @@ def benchmark(
             out=out,
             console=console,
             references=references,
+            wait=wait,
         )
     except PathGLSError as e:
         fail(console, e)
@@ -284,12 +294,13 @@ def evaluate(
     except PathGLSError as e:
         fail(console, e)
     payload = [c.to_dict() for c in cards]
-    typer.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    typer.echo(redact(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2)))
     for c in cards:
         route = c.decision.route if c.decision else c.status
         trust = "missing" if c.trust is None else f"{c.trust:.3f}"
-        console.print(f"{escape(c.item_id)} · {escape(c.subject)}: trust {trust} → {route}")
+        shown = escape(redact(c.subject))
+        console.print(f"{escape(c.item_id)} · {shown}: trust {trust} → {route}")
         for e in c.errors:
-            console.print(f"  [red]error:[/] {escape(e.splitlines()[0])}", soft_wrap=True)
+            console.print(f"  [red]error:[/] {escape(redact(e.splitlines()[0]))}", soft_wrap=True)
     if any(c.status == "failed" for c in cards):
         raise typer.Exit(1)
