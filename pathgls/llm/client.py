@@ -236,10 +236,8 @@ class ChatClient:
             headers["Authorization"] = self._basic
         try:
             status, raw, retry_after = self._exchange(body, headers)
-        except _Deadline as e:
+        except TimeoutError as e:  # the deadline, or one socket operation as long as it
             raise _Transient(f"timed out after {self.timeout_s:g} s (whole request)") from e
-        except TimeoutError as e:
-            raise _Transient(f"timed out after {self.timeout_s:g} s") from e
         except (OSError, http.client.HTTPException) as e:
             raise _Transient(f"connection failed: {type(e).__name__}: {e}") from e
         if status >= 400:
@@ -264,7 +262,7 @@ class ChatClient:
         """POST ``body``; (status, body, Retry-After) within ``timeout_s`` from start to end.
 
         Raises:
-            _Deadline: the whole request took longer than ``timeout_s``.
+            TimeoutError: the whole request took longer than ``timeout_s``.
             LLMError: the answer body is larger than ``max_response_bytes``.
             OSError, http.client.HTTPException: the connection failed.
         """
@@ -289,7 +287,7 @@ class ChatClient:
             response = conn.getresponse()
             raw = response.read(self.max_response_bytes + 1)
             if expired.is_set():
-                raise _Deadline()
+                raise TimeoutError(f"deadline of {self.timeout_s:g} s")
             if len(raw) > self.max_response_bytes:
                 raise LLMError(
                     f"chat completion at {self.shown_url} (model {self.model}): the answer is "
@@ -300,7 +298,7 @@ class ChatClient:
             return response.status, raw, _retry_after(response.getheader("Retry-After"))
         except (OSError, http.client.HTTPException) as e:
             if expired.is_set():
-                raise _Deadline() from e
+                raise TimeoutError(f"deadline of {self.timeout_s:g} s") from e
             raise
         finally:
             timer.cancel()
@@ -330,10 +328,6 @@ class _Transient(Exception):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
-
-
-class _Deadline(Exception):
-    """The request's total deadline passed (internal)."""
 
 
 def _server_message(raw: bytes) -> str:

@@ -1,0 +1,114 @@
+"""Hostile bags: non-finite features and attributes of the wrong type are BagErrors (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from pathgls.errors import BagError
+from pathgls.features.bags import BagMeta, BagWriter, validate_bag
+from pathgls.grounding.similarity import max_similarity
+from pathgls.grounding.sources import open_bag_source
+
+N, W, D = 6, 4, 8
+
+
+def _meta() -> BagMeta:
+    return BagMeta(
+        encoder="hf:tiny",
+        patch_size=512,
+        patch_size_level0=1024,
+        target_magnification=20.0,
+        target_mpp=0.5,
+        level0_magnification=40.0,
+        level0_mpp=0.25,
+        window_size=224,
+        window_stride=224,
+        slide_name="s",
+        slide_sha256="ab" * 32,
+        pathgls_version="0.1.0",
+        n_windows=W,
+        dim=D,
+    )
+
+
+def _bag(path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    coords = np.stack([np.arange(N) * 1024, np.zeros(N)], 1).astype(np.int64)
+    win = rng.normal(size=(N, W, D)).astype(np.float32)
+    with BagWriter(path, meta=_meta(), coords=coords) as w:
+        w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
+        w.finalize()
+    return path
+
+
+def test_writing_non_finite_features_is_a_bag_error(tmp_path: Path) -> None:
+    coords = np.stack([np.arange(N) * 1024, np.zeros(N)], 1).astype(np.int64)
+    win = np.full((N, W, D), np.nan, np.float32)
+    expected = r"non-finite \(NaN or inf\) features in patches 0\.\.5"
+    with (
+        BagWriter(tmp_path / "b.h5", meta=_meta(), coords=coords) as w,
+        pytest.raises(BagError, match=expected),
+    ):
+        w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
+
+
+@pytest.mark.parametrize("where", ["features", "window_features"])
+def test_a_bag_with_nan_or_inf_features_never_becomes_a_score(tmp_path: Path, where: str) -> None:
+    path = _bag(tmp_path / "b.h5")
+    with h5py.File(path, "r+") as f:
+        data = f[where][:]
+        data[3] = np.inf if where == "features" else np.nan
+        f[where][...] = data
+    query = np.ones((1, D), np.float32) / np.sqrt(D)
+    if where == "features":
+        with pytest.raises(BagError, match=r"non-finite .* first at patch 3"):
+            validate_bag(path)
+        return
+    with open_bag_source(path) as source, pytest.raises(BagError, match=r"patches 0\.\.5"):
+        max_similarity(queries=query, windows=source.windows)  # before: grounding 0.5
+
+
+@pytest.mark.parametrize(
+    ("attr", "value", "message"),
+    [
+        ("patch_size", "big", "'patch_size' must be an integer, got 'big'"),
+        ("target_mpp", np.nan, "'target_mpp' must be a finite number"),
+        ("window_stride", 0, "'window_stride' must be > 0, got 0"),
+        ("encoder", 7, "'encoder' must be text, got 7"),
+    ],
+)
+def test_bag_attributes_of_the_wrong_type_name_the_attribute(
+    tmp_path: Path, attr: str, value: object, message: str
+) -> None:
+    path = _bag(tmp_path / "b.h5")
+    with h5py.File(path, "r+") as f:
+        f.attrs[attr] = value
+    with pytest.raises(BagError, match=message.replace("(", r"\(")):
+        validate_bag(path)
+    with pytest.raises(BagError, match=attr), open_bag_source(path):  # before: a ValueError
+        pass
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('{"item_id": "a", "condition": "original", "report": 42}', "'report' must be a string"),
+        ('{"item_id": "a", "condition": "original", "text": 4.5}', "'text' must be a string"),
+        ('{"item_id": "a", "condition": 1, "report": "r"}', "'condition' must be a string"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # before: RecursionError
+    ],
+)
+def test_replay_lines_that_are_not_text_are_refused_with_the_line(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    from pathgls.errors import ReplayFileError
+    from pathgls.subjects.replay import read_replay_file
+
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"item_id": 7, "condition": "original", "report": "ok"}\n' + line + "\n")
+    with pytest.raises(ReplayFileError, match=rf"line 2: .*{words}"):
+        read_replay_file(path=path)
