@@ -56,6 +56,10 @@ class UnknownNameError(PathGLSError, KeyError):
 # -- io, hub ------------------------------------------------------------------------------------
 
 
+class TableError(PathGLSError, ValueError):
+    """A user table (TSV/CSV) cannot be read as one: the message names the file and line."""
+
+
 class SampleDataError(PathGLSError):
     """Sample data could not be fetched or failed its checksum."""
 

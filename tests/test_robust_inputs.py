@@ -112,3 +112,68 @@ def test_replay_lines_that_are_not_text_are_refused_with_the_line(
     path.write_text('{"item_id": 7, "condition": "original", "report": "ok"}\n' + line + "\n")
     with pytest.raises(ReplayFileError, match=rf"line 2: .*{words}"):
         read_replay_file(path=path)
+
+
+# -- 10: one reader for every user table -------------------------------------------------------
+
+
+def test_a_bom_no_longer_hides_the_case_id_column(tmp_path: Path) -> None:
+    from pathgls.meta.correlate import read_expert_table
+
+    path = tmp_path / "experts.tsv"
+    path.write_text(
+        "\ufeffcase_id\treference\tcandidate\texpert_score\n"
+        "TCGA-1\tCarcinoma.\tCarcinoma.\t4\nTCGA-2\tBenign.\tCarcinoma.\t0\n",
+        encoding="utf-8",
+    )
+    rows, warnings = read_expert_table(path)
+    assert [r.case_id for r in rows] == ["TCGA-1", "TCGA-2"] and warnings == []  # before: 2, 3
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            'item_id\treference\na\t"open\nb\tx\n',
+            r"line 2: .* a quote opened there is never closed",
+        ),
+        (
+            'item_id\treference\na\t"stray\nb\tx\nc\ty"\nd\tz\n',
+            r"line 2: a quoted field runs to line 4 and holds 2 line\(s\) that look like rows",
+        ),
+        ("item_id\treference\na\tx\textra\n", r"line 2: more values than columns"),
+    ],
+)
+def test_quote_errors_and_swallowed_rows_are_named_by_line(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    from pathgls.errors import ConfigError
+    from pathgls.runner.items import read_references
+
+    path = tmp_path / "refs.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=words):  # before: rows b, c silently swallowed
+        read_references(path)
+
+
+def test_the_table_reader_keeps_multiline_quoted_reports_and_their_lines(
+    shared_data: Path,
+) -> None:
+    from pathgls.io.tables import read_table
+
+    table = read_table(shared_data / "expert_scores" / "hare_expert_dev.tsv")
+    assert len(table.rows) == 316  # the README's 316 pairs: no row lost or invented
+    assert table.lines[0] == 2 and table.lines == sorted(table.lines)
+    assert any("\n" in r["reference"] for r in table.rows)
+
+
+def test_labels_and_validation_tables_use_the_same_reader(tmp_path: Path) -> None:
+    from pathgls.errors import CalibrationError
+    from pathgls.meta.calibrate import read_labels
+
+    path = tmp_path / "labels.tsv"
+    path.write_text('\ufeffitem_id\tlabel\na\t1\nb\t"0\nc\t1\n', encoding="utf-8")
+    with pytest.raises(CalibrationError, match=r"line 3: .*never closed"):
+        read_labels(path)
+    path.write_text("\ufeffitem_id\tlabel\na\t1\nb\t0\n", encoding="utf-8")
+    assert read_labels(path) == {(None, "a"): 1.0, (None, "b"): 0.0}

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pathgls.errors import ConfigError
+from pathgls.errors import ConfigError, TableError
 from pathgls.io.names import name_collisions, unique_ids
+from pathgls.io.tables import read_table
 from pathgls.tiling.readers import IMAGE_EXTENSIONS
 from pathgls.tiling.slides import find_slides
 
@@ -87,24 +87,24 @@ def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
     Escaped ``\\n`` in a reference become line breaks.
 
     Raises:
-        ConfigError: unreadable file, missing columns, duplicate or empty ids.
+        ConfigError: unreadable file (:func:`~pathgls.io.tables.read_table`), missing columns,
+            duplicate or empty ids.
     """
     p = Path(path)
     try:
-        with p.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ConfigError(f"cannot read references {p}: {e}") from e
-    if not rows:
+        table = read_table(p, delimiter="\t", what="references")
+    except TableError as e:
+        raise ConfigError(str(e)) from e
+    if not table.rows:
         raise ConfigError(f"{p}: no reference rows (need a header with item_id and reference)")
-    id_col = next((c for c in ("item_id", "slide", "case_id") if c in rows[0]), None)
-    if id_col is None or "reference" not in rows[0]:
+    id_col = next((c for c in ("item_id", "slide", "case_id") if c in table.columns), None)
+    if id_col is None or "reference" not in table.columns:
         raise ConfigError(
             f"{p}: need the columns item_id (or slide, case_id) and reference; "
-            f"found {', '.join(k for k in rows[0] if k)}"
+            f"found {', '.join(k for k in table.columns if k)}"
         )
     out: dict[str, str] = {}
-    for line, row in enumerate(rows, start=2):
+    for line, row in zip(table.lines, table.rows, strict=True):
         key = (row.get(id_col) or "").strip()
         if not key:
             raise ConfigError(f"{p}:{line}: empty {id_col}")
