@@ -177,3 +177,51 @@ def test_labels_and_validation_tables_use_the_same_reader(tmp_path: Path) -> Non
         read_labels(path)
     path.write_text("\ufeffitem_id\tlabel\na\t1\nb\t0\n", encoding="utf-8")
     assert read_labels(path) == {(None, "a"): 1.0, (None, "b"): 0.0}
+
+
+# -- 11: unknown module names and non-finite numbers are refused with the value -------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--weights", "grounding=0.5,logic=0.3,stabilty=0.2"], "'stabilty' (did you mean"),
+        (["--floor", "groundng=0.3"], "'groundng' (did you mean 'grounding'?)"),
+        (["--deploy", "nan"], "got nan"),
+        (["--weights", "grounding=inf"], "must be finite"),
+    ],
+)
+def test_gate_refuses_typos_and_non_finite_numbers(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    res = CliRunner().invoke(app, ["gate", str(tmp_path), *args])
+    assert res.exit_code == 2 and words in res.output, res.output
+
+
+def test_gate_config_with_an_unknown_module_is_refused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    config = tmp_path / "c.toml"
+    config.write_text("[fusion.weights]\ngrounding = 0.5\nstabilty = 0.5\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["gate", str(tmp_path), "--config", str(config)])
+    assert res.exit_code == 2 and "unknown module 'stabilty'" in res.output, res.output
+
+
+def test_meta_names_a_score_column_without_numbers(tmp_path: Path) -> None:
+    from pathgls.errors import MetaError
+    from pathgls.meta.correlate import read_expert_table
+
+    path = tmp_path / "e.tsv"
+    path.write_text(
+        "case_id\treference\tcandidate\texpert_score\tgrade\n"
+        "a\tCarcinoma.\tCarcinoma.\t4\thigh\nb\tBenign.\tCarcinoma.\t0\tlow\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(MetaError, match=r"column 'grade' holds no number \(line 2: 'high'\)"):
+        read_expert_table(path, score="grade")  # before: "only 0 usable pairs"

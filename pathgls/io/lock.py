@@ -88,6 +88,7 @@ def acquire(
     what: str,
     wait_s: float | None = 0.0,
     command: str | None = None,
+    hint: str = "wait for it to finish, or use another output folder",
 ) -> Lock:
     """Lock ``path`` (created if absent) for this process.
 
@@ -97,6 +98,7 @@ def acquire(
         wait_s: 0: refuse at once when held; a number: wait up to that many seconds;
             None: wait as long as it takes.
         command: Recorded as the holder's command (default: the program's arguments).
+        hint: What the user can do, appended to the refusal.
 
     Raises:
         LockedError: a live process holds it (after ``wait_s``); the message names it.
@@ -117,11 +119,8 @@ def acquire(
             holder = _read_holder(fd)
             if deadline is not None and time.monotonic() >= deadline:
                 os.close(fd)
-                hint = "wait for it to finish (or use --wait)" if not wait_s else "try later"
                 raise LockedError(
-                    f"{what} is in use by {describe_holder(holder)}; {hint}, or use another "
-                    "output folder",
-                    holder=holder,
+                    f"{what} is in use by {describe_holder(holder)}; {hint}", holder=holder
                 ) from None
             if not announced:
                 log.warning("%s is in use by %s; waiting", what, describe_holder(holder))
@@ -152,9 +151,10 @@ def locked(
     what: str,
     wait_s: float | None = 0.0,
     command: str | None = None,
+    hint: str = "wait for it to finish, or use another output folder",
 ) -> Iterator[Lock]:
     """:func:`acquire` as a context manager (released on exit, whatever happens)."""
-    lock = acquire(path, what=what, wait_s=wait_s, command=command)
+    lock = acquire(path, what=what, wait_s=wait_s, command=command, hint=hint)
     try:
         yield lock
     finally:

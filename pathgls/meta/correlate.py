@@ -75,6 +75,8 @@ def read_expert_table(
     except TableError as e:
         raise MetaError(str(e)) from e
     rows, warnings = [], []
+    first_bad: tuple[int, str | None] | None = None
+    numeric = 0
     for i, r in zip(table.lines, table.rows, strict=True):
         try:
             value = float(r[score])  # type: ignore[arg-type]
@@ -82,12 +84,19 @@ def read_expert_table(
             value = math.nan
         if not math.isfinite(value):
             warnings.append(f"line {i}: expert score {r[score]!r} is not a number; skipped")
+            first_bad = first_bad or (i, r[score])
             continue
+        numeric += 1
         ref, cand = r[reference] or "", r[candidate] or ""
         if not ref.strip() or not cand.strip():
             warnings.append(f"line {i}: empty reference or candidate; skipped")
             continue
         rows.append(ExpertRow(r.get(case_id) or str(i), ref, cand, value))
+    if first_bad is not None and numeric == 0:
+        raise MetaError(
+            f"{p}: the expert score column {score!r} holds no number (line {first_bad[0]}: "
+            f"{first_bad[1]!r}); name the score column (`pathgls meta --score-column`)"
+        )
     return rows, warnings
 
 

@@ -109,7 +109,9 @@ def run_benchmark(
         store.root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise PathGLSError(f"cannot create the run directory {store.root}: {e}") from e
-    with locked(store.root / RUN_LOCK, what=f"run directory {store.root}", wait_s=wait_s):
+    what = f"run directory {store.root}"
+    hint = "rerun with `pathgls benchmark --wait` to wait for it, or use another --out"
+    with locked(store.root / RUN_LOCK, what=what, wait_s=wait_s, hint=hint):
         return _run_locked(
             source=source,
             config=config,
