@@ -322,3 +322,35 @@ def test_a_too_long_report_fails_its_generation_and_is_not_cached(tmp_path: Path
     assert not list(tmp_path.rglob("*.json"))
     text = cached_generate(Verbose(), images=[image], prompt="p", cache=cache, max_chars=6000)  # type: ignore[arg-type]
     assert len(text.text) == 6000
+
+
+# -- 1, 2: bags ---------------------------------------------------------------------------------
+
+
+def test_two_slides_with_one_stem_get_two_bags_and_a_locked_bag_is_left_alone(
+    tmp_path: Path, tiny_clip: Path, slides_dir: Path
+) -> None:
+    from pathgls.features.bags import validate_bag
+
+    src = tmp_path / "src"
+    for folder, slide in (("dir1", "cmu-1-small-region.svs"), ("dir2", "openslide-small.svs")):
+        (src / folder).mkdir(parents=True)
+        (src / folder / "a.svs").symlink_to(slides_dir / slide)
+    out = tmp_path / "run"
+    args = ["extract", str(src), "--out", str(out), "--encoder", f"hf:{tiny_clip}"]
+    res = CliRunner().invoke(app, args)
+    bags = sorted((out / "features_hf-tiny-clip").glob("*.h5"))
+    # before: one a.h5, the second slide failed as "made with other settings"
+    assert [b.name.split("-")[0] for b in bags] == ["dir1", "dir2"], res.output
+    assert validate_bag(bags[0]).slide_sha256 != validate_bag(bags[1]).slide_sha256
+    # a bag another process is writing: this slide fails naming the writer, its files untouched
+    bags[0].unlink()
+    partial = bags[0].with_name(bags[0].name + ".partial")
+    partial.write_bytes(b"someone else's half-written bag")
+    held = acquire(bags[0].with_name(bags[0].name + ".lock"), what="bag", command="other run")
+    try:
+        res = CliRunner().invoke(app, args)
+    finally:
+        held.release()
+    assert f"in use by pid {os.getpid()}" in res.output and "(other run)" in res.output
+    assert partial.read_bytes() == b"someone else's half-written bag"

@@ -271,8 +271,8 @@ def extract_slides(
     )
     results = []
     paths = [Path(s) for s in slides]
-    root = Path(os.path.commonpath([str(p.resolve().parent) for p in paths])) if paths else None
-    names = unique_ids([p.resolve() for p in paths], root=root)  # same stem: path below root
+    root = Path(os.path.commonpath([str(p.absolute().parent) for p in paths])) if paths else None
+    names = unique_ids([p.absolute() for p in paths], root=root)  # same stem: path below root
     for i, s in enumerate(slides):
         if on_start:
             on_start(Path(s), i)
