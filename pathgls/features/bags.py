@@ -111,7 +111,12 @@ class BagMeta:
         for key, raw in attrs.items():
             value = raw.item() if isinstance(raw, np.generic) else raw
             if isinstance(value, bytes):
-                value = value.decode()
+                try:
+                    value = value.decode()
+                except UnicodeDecodeError as e:
+                    raise BagError(
+                        f"bag attribute {key!r} is not UTF-8 text: {value[:20]!r}"
+                    ) from e
             if key in names and key != "extras":
                 values[key] = value
             elif not key.startswith("_"):
@@ -119,10 +124,10 @@ class BagMeta:
         missing = [f.name for f in fields(cls) if f.name in REQUIRED_ATTRS and f.name not in values]
         if missing:
             raise BagError(f"bag is missing attribute(s): {', '.join(missing)}")
-        values["complete"] = bool(values.get("complete", False))
-        values["random_weights"] = bool(values.get("random_weights", False))
         for key, value in values.items():
             values[key] = _typed(key, value, str(names[key].type))
+        values["complete"] = bool(values.get("complete", False))
+        values["random_weights"] = bool(values.get("random_weights", False))
         return cls(**values, extras=extras)
 
 
@@ -155,6 +160,10 @@ def _typed(key: str, value: Any, kind: str) -> Any:
             raise BagError(bad.format("a finite number"))
     elif kind == "str" and not isinstance(value, str):
         raise BagError(bad.format("text"))
+    elif kind == "bool":
+        if not isinstance(value, bool | np.bool_) and value not in (0, 1):
+            raise BagError(bad.format("true or false"))
+        value = bool(value)
     if key in _POSITIVE and value <= 0:
         raise BagError(bad.format("> 0"))
     return value
