@@ -354,3 +354,31 @@ def test_two_slides_with_one_stem_get_two_bags_and_a_locked_bag_is_left_alone(
         held.release()
     assert f"in use by pid {os.getpid()}" in res.output and "(other run)" in res.output
     assert partial.read_bytes() == b"someone else's half-written bag"
+
+
+def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, tiles_dir: Path) -> None:
+    import signal
+    import time
+
+    src = tmp_path / "src"
+    _link(src, *(f"roi{i}.png" for i in range(6)))
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    cmd = [sys.executable, "-m", "pathgls", "benchmark", str(src), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--subject", "captioner"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    end = time.monotonic() + 300
+    while not any((out / "scorecards").rglob("*.json")) and proc.poll() is None:
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    manifest = read_manifest(out)
+    if manifest["status"] == "finished":  # every item was done before the signal came
+        pytest.skip("the run finished before SIGTERM arrived")
+    assert manifest["status"] == "interrupted" and "SIGTERM" in manifest["reason"]
+    assert manifest["counts"]["evaluated"] >= 1

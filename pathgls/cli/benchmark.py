@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -127,7 +131,11 @@ def execute(
     """
     from pathgls.runner.run import run_benchmark
 
-    with run_logging(out, "benchmark"), progress_bar(console) as bar:
+    with (
+        _sigterm_interrupts(),
+        run_logging(out, "benchmark"),
+        progress_bar(console) as bar,
+    ):
         task = bar.add_task("starting", total=None)
 
         def progress(item: Any, cards: list[Any], done: int, todo: int) -> None:
@@ -141,6 +149,23 @@ def execute(
             progress=progress,
             wait_s=None if wait else 0.0,
         )
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a scheduler stopping the job) ends the run like Ctrl-C: the manifest says so."""
+
+    def interrupt(signum: int, _: Any) -> None:
+        raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def report_run(result: Any, console: Console) -> None:
