@@ -382,3 +382,23 @@ def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, tiles
         pytest.skip("the run finished before SIGTERM arrived")
     assert manifest["status"] == "interrupted" and "SIGTERM" in manifest["reason"]
     assert manifest["counts"]["evaluated"] >= 1
+
+
+def test_the_count_check_reads_each_pair_at_its_own_path(tmp_path: Path) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    _link(src, "one.png", "two.png")
+    out = tmp_path / "run"
+    config = load_config(run={"subjects": ("captioner",)})
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    folder = out / "scorecards" / "captioner"
+    # a card left by an earlier layout elsewhere is not this run's: ignored, not a double
+    (out / "scorecards" / "old-layout").mkdir()
+    shutil.copy(folder / "one.json", out / "scorecards" / "old-layout" / "one.json")
+    again = run_benchmark(source=src, config=config, out=out, plots=False)
+    assert again.counts["ok"] == 2 and again.planned == 2
+    # a file holding another pair's card (what colliding names used to do) is refused
+    shutil.copy(folder / "two.json", folder / "one.json")
+    with pytest.raises(RunIntegrityError, match=r"1 overwritten \(one\.json holds two"):
+        run_benchmark(source=src, config=config, out=out, plots=False)

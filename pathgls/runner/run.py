@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
-from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError
+from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError, ScoreCardError
 from pathgls.io.atomic import remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
@@ -246,8 +246,7 @@ def finish(
     from pathgls.runner.summary import plot_modules, plot_subjects, summarise, write_summary
 
     wanted = {(redact(s), i.item_id) for i in items for s in config.run.subjects}
-    cards = [c for c in store.load_cards() if (c.subject, c.item_id) in wanted]
-    _check_count(cards, wanted, store)
+    cards = _plan_cards(store, items=items, subjects=config.run.subjects)
     counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
     table = summarise(cards)
     files = write_summary(table, out_dir=store.root)
@@ -269,27 +268,39 @@ def finish(
     )
 
 
-def _check_count(cards: list[ScoreCard], wanted: set[tuple[str, str]], store: ResultsStore) -> None:
-    """Every (subject, item) pair has exactly one ScoreCard, at the path it belongs to.
+def _plan_cards(
+    store: ResultsStore, *, items: list[WorkItem], subjects: tuple[str, ...]
+) -> list[ScoreCard]:
+    """The card of every (item, subject) pair of the plan, read from the path it belongs to.
+
+    Cards elsewhere under ``scorecards/`` (another plan's items, an earlier version's file
+    names) are not this run's and are left out.
 
     Raises:
-        RunIntegrityError: a card is missing, doubled or stored under another pair's name.
+        RunIntegrityError: a pair has no readable card, or its file holds another pair's card
+            (cards written ≠ items × subjects).
     """
-    seen: dict[tuple[str, str], int] = {}
-    for c in cards:
-        seen[(c.subject, c.item_id)] = seen.get((c.subject, c.item_id), 0) + 1
-    missing = sorted(wanted - set(seen))
-    doubled = sorted(k for k, n in seen.items() if n > 1)
-    if missing or doubled or len(cards) != len(wanted):
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} missing (e.g. {missing[0][1]} · {missing[0][0]})")
-        if doubled:
-            parts.append(f"{len(doubled)} stored twice (e.g. {doubled[0][1]} · {doubled[0][0]})")
+    cards, missing, foreign = [], [], []
+    for item in items:
+        for subject in subjects:
+            path = store.card_path(subject, item.item_id)
+            try:
+                card = store.read_card(path)
+            except (OSError, ScoreCardError):
+                missing.append(f"{item.item_id} · {redact(subject)}")
+                continue
+            if (card.subject, card.item_id) != (redact(subject), item.item_id):
+                foreign.append(f"{path.name} holds {card.item_id} · {card.subject}")
+                continue
+            cards.append(card)
+    if missing or foreign:
+        parts = [f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []
+        parts += [f"{len(foreign)} overwritten ({foreign[0]})"] if foreign else []
         raise RunIntegrityError(
-            f"{store.root}: {len(cards)} ScoreCards for {len(wanted)} item × subject pairs: "
-            + "; ".join(parts or ["counts differ"])
+            f"{store.root}: {len(cards)} ScoreCards for {len(items) * len(subjects)} item × "
+            f"subject pairs: {'; '.join(parts)}"
         )
+    return cards
 
 
 def _models_from_cards(cards: list[ScoreCard]) -> dict[str, Any]:
