@@ -56,6 +56,10 @@ class UnknownNameError(PathGLSError, KeyError):
 # -- io, hub ------------------------------------------------------------------------------------
 
 
+class TableError(PathGLSError, ValueError):
+    """A user table (TSV/CSV) cannot be read as one: the message names the file and line."""
+
+
 class SampleDataError(PathGLSError):
     """Sample data could not be fetched or failed its checksum."""
 
@@ -280,6 +284,24 @@ class ScoreCardError(PathGLSError, ValueError):
 
 class EvidenceError(ScoreCardError):
     """A module's evidence does not have the shape of its typed view (the message names the key)."""
+
+
+# -- runner -------------------------------------------------------------------------------------
+
+
+class LockedError(PathGLSError):
+    """Another live process holds the lock of a run directory or a feature bag.
+
+    ``holder`` is what that process wrote into the lock: pid, host, start time, command.
+    """
+
+    def __init__(self, message: str, *, holder: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.holder = dict(holder or {})
+
+
+class RunIntegrityError(PathGLSError):
+    """A run's results do not add up (fewer or more ScoreCards than items × subjects)."""
 
 
 # -- inspect ------------------------------------------------------------------------------------

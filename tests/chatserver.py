@@ -20,6 +20,7 @@ class Reply:
     body: Any = None
     delay_s: float = 0.0
     echo_auth: bool = False  # put the request's Authorization header into the body
+    drip_s: float = 0.0  # send the body one byte at a time, this many seconds apart
 
 
 def chat(content: str, *, model: str = "tiny") -> Reply:
@@ -84,7 +85,14 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data.encode())))
                 self.end_headers()
-                self.wfile.write(data.encode())
+                if reply.drip_s:
+                    for byte in data.encode():
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        if server.stop.wait(reply.drip_s):
+                            return
+                else:
+                    self.wfile.write(data.encode())
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                 pass
 

@@ -264,7 +264,8 @@ def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path, ROI: P
     with pytest.raises(ModelNotFoundError, match="no-such-clip"):  # as the local executor
         run_benchmark(source=ROI, config=config, out=tmp_path / "run")
     assert not ray.is_initialized()
-    assert read_manifest(tmp_path / "run")["status"] == "interrupted"
+    manifest = read_manifest(tmp_path / "run")  # an error, not an interruption: failed, with why
+    assert manifest["status"] == "failed" and manifest["reason"].startswith("ModelNotFoundError")
     assert not (tmp_path / "run" / "scorecards").exists()
 
 
@@ -342,7 +343,8 @@ def test_missing_ray_is_a_config_error(
     config = load_config(run={"subjects": ("captioner",), "executor": "ray"})
     with pytest.raises(ConfigError, match=r"pip install 'pathgls\[ray\]'"):
         run_benchmark(source=ROI, config=config, out=tmp_path / "run")
-    assert read_manifest(tmp_path / "run")["status"] == "interrupted"
+    manifest = read_manifest(tmp_path / "run")
+    assert manifest["status"] == "failed" and manifest["reason"].startswith("ConfigError")
     res = CliRunner().invoke(
         app,
         [

@@ -43,15 +43,16 @@ not rate a unit are missing values.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pathgls.errors import ConfigError, FactCountError
+from pathgls.errors import ConfigError, FactCountError, TableError
+from pathgls.io.tables import read_table
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -267,34 +268,28 @@ def read_fact_counts(path: str | os.PathLike[str]) -> list[FactCountRow]:
     p = Path(path)
     delimiter = "\t" if p.suffix.lower() == ".tsv" else ","
     try:
-        with p.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            missing = [c for c in REQUIRED_COLUMNS if c not in header]
-            if missing:
-                raise FactCountError(
-                    f"{p}: missing column(s) {', '.join(missing)} in the header "
-                    f"(found: {', '.join(header) or 'none'}; required: "
-                    f"{', '.join(REQUIRED_COLUMNS)})",
-                    line=1,
-                )
-            reader.fieldnames = header
-            records = []
-            for rec in reader:
-                if None in rec:
-                    raise FactCountError(
-                        f"{p}: fact-count line {reader.line_num}: more values than columns",
-                        line=reader.line_num,
-                    )
-                records.append((reader.line_num, rec))
-    except OSError as e:
-        raise FactCountError(f"cannot read fact counts from {p}: {e}") from e
-    except csv.Error as e:
-        raise FactCountError(f"{p}: not a valid CSV file: {e}") from e
+        table = read_table(p, delimiter=delimiter, what="fact counts")
+    except TableError as e:
+        raise FactCountError(str(e), line=_line_of(str(e))) from e
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise FactCountError(
+            f"{p}: missing column(s) {', '.join(missing)} in the header "
+            f"(found: {', '.join(table.columns) or 'none'}; required: "
+            f"{', '.join(REQUIRED_COLUMNS)})",
+            line=1,
+        )
+    records = list(zip(table.lines, table.rows, strict=True))
     try:
         return _parse(records)
     except FactCountError as e:
         raise FactCountError(f"{p}: {e}", line=e.line) from e
+
+
+def _line_of(message: str) -> int | None:
+    """The line number a :class:`TableError` message names, if any."""
+    found = re.search(r", line (\d+)", message)
+    return int(found.group(1)) if found else None
 
 
 # ---------------------------------------------------------------------------------- scoring

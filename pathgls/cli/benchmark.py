@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +17,7 @@ from rich.markup import escape
 
 from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.errors import PathGLSError
+from pathgls.io.redact import redact
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -118,11 +123,19 @@ def execute(
     out: Path,
     console: Console,
     references: Path | None = None,
+    wait: bool = False,
 ) -> Any:
-    """Run with a progress bar and the run log; returns the :class:`RunResult`."""
+    """Run with a progress bar and the run log; returns the :class:`RunResult`.
+
+    ``wait``: when another run holds ``out``, wait for it instead of refusing.
+    """
     from pathgls.runner.run import run_benchmark
 
-    with run_logging(out, "benchmark"), progress_bar(console) as bar:
+    with (
+        _sigterm_interrupts(),
+        run_logging(out, "benchmark"),
+        progress_bar(console) as bar,
+    ):
         task = bar.add_task("starting", total=None)
 
         def progress(item: Any, cards: list[Any], done: int, todo: int) -> None:
@@ -134,7 +147,25 @@ def execute(
             out=out,
             references=references,
             progress=progress,
+            wait_s=None if wait else 0.0,
         )
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a scheduler stopping the job) ends the run like Ctrl-C: the manifest says so."""
+
+    def interrupt(signum: int, _: Any) -> None:
+        raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def report_run(result: Any, console: Console) -> None:
@@ -191,6 +222,9 @@ def benchmark(
     config: ConfigOpt = None,
     subject_timeout: TimeoutOpt = None,
     subject_retries: RetriesOpt = None,
+    wait: Annotated[
+        bool, Opt(help="When another run is using OUT, wait for it instead of refusing.")
+    ] = False,
 ) -> None:
     """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
 
@@ -222,6 +256,7 @@ def benchmark(
             out=out,
             console=console,
             references=references,
+            wait=wait,
         )
     except PathGLSError as e:
         fail(console, e)
@@ -305,12 +340,13 @@ def evaluate(
     except PathGLSError as e:
         fail(console, e)
     payload = [c.to_dict() for c in cards]
-    typer.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    typer.echo(redact(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2)))
     for c in cards:
         route = c.decision.route if c.decision else c.status
         trust = "missing" if c.trust is None else f"{c.trust:.3f}"
-        console.print(f"{escape(c.item_id)} · {escape(c.subject)}: trust {trust} → {route}")
+        shown = escape(redact(c.subject))
+        console.print(f"{escape(c.item_id)} · {shown}: trust {trust} → {route}")
         for e in c.errors:
-            console.print(f"  [red]error:[/] {escape(e.splitlines()[0])}", soft_wrap=True)
+            console.print(f"  [red]error:[/] {escape(redact(e.splitlines()[0]))}", soft_wrap=True)
     if any(c.status == "failed" for c in cards):
         raise typer.Exit(1)

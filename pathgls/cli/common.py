@@ -22,11 +22,12 @@ from rich.progress import (
 )
 
 from pathgls.errors import PathGLSError
+from pathgls.io.redact import redact
 
 
 def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoReturn:
     """Print an error (no traceback: these are the user's input problems) and exit."""
-    console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
+    console.print(f"[red]error:[/] {escape(redact(str(error)))}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -46,6 +47,13 @@ def progress_bar(console: Console, *, quiet: bool = False) -> Progress:
     )
 
 
+class _RedactingFormatter(logging.Formatter):
+    """Log lines with secrets masked (:func:`~pathgls.io.redact.redact`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 @contextlib.contextmanager
 def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
     """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``."""
@@ -53,7 +61,7 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
     logs.mkdir(parents=True, exist_ok=True)
     path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("pathgls")
     old_level = root.level
     root.setLevel(logging.INFO)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +13,7 @@ from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.tables import read_table
 
 Opt = typer.Option
 
@@ -31,21 +30,16 @@ def _read_reports(path: Path, column: str | None, id_column: str) -> list[tuple[
         raise PathGLSError(f"{path}: no such file")
     if path.suffix.lower() not in (".tsv", ".csv"):
         return [(path.stem, path.read_bytes())]
-    csv.field_size_limit(sys.maxsize)
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        reader = csv.DictReader(fh, delimiter=delimiter)
-        fields = reader.fieldnames or []
-        col = column or next((c for c in ("candidate", "report", "text") if c in fields), None)
-        if col is None or col not in fields:
-            raise PathGLSError(
-                f"{path}: no report column (have {', '.join(fields)}); pass --column"
-            )
-        items = []
-        for i, row in enumerate(reader):
-            rid = row.get(id_column) or str(i)
-            slot = row.get("candidate_slot")
-            items.append((f"{rid}/{slot}" if slot not in (None, "") else rid, row[col] or ""))
+    table = read_table(path, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+    fields = list(table.columns)
+    col = column or next((c for c in ("candidate", "report", "text") if c in fields), None)
+    if col is None or col not in fields:
+        raise PathGLSError(f"{path}: no report column (have {', '.join(fields)}); pass --column")
+    items = []
+    for i, row in enumerate(table.rows):
+        rid = row.get(id_column) or str(i)
+        slot = row.get("candidate_slot")
+        items.append((f"{rid}/{slot}" if slot not in (None, "") else rid, row[col] or ""))
     return items
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +13,7 @@ from rich.table import Table
 
 from pathgls.cli.common import fail, progress_bar
 from pathgls.errors import PathGLSError
+from pathgls.io.tables import read_table
 
 Opt = typer.Option
 
@@ -55,13 +54,11 @@ def read_reports(path: Path, *, column: str | None = None) -> list[tuple[str, st
             items.append((str(obj.get("id", obj.get("case_id", i))), str(obj[key])))
         return items
     if suffix in (".tsv", ".csv"):
-        csv.field_size_limit(sys.maxsize)
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
-            key = next((c for c in names if c in (reader.fieldnames or [])), None)
-            if key is None:
-                raise PathGLSError(f"{path}: no report column (tried {', '.join(names)})")
-            return [(r.get("case_id") or str(i), r[key] or "") for i, r in enumerate(reader)]
+        table = read_table(path, what="reports")
+        key = next((c for c in names if c in table.columns), None)
+        if key is None:
+            raise PathGLSError(f"{path}: no report column (tried {', '.join(names)})")
+        return [(r.get("case_id") or str(i), r[key] or "") for i, r in enumerate(table.rows)]
     return [(path.stem, path.read_text(encoding="utf-8", errors="replace"))]
 
 

@@ -111,13 +111,22 @@ class SubjectConfig:
     precision: str = "auto"
     # Longest image side sent to a subject; larger images are downscaled (aspect kept).
     max_image_side: int = 1024
+    # Longest report accepted, in characters; a longer answer fails its generation (not cached).
+    max_report_chars: int = 262144
 
     def __post_init__(self) -> None:
         require(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
         require(self.max_tokens >= 1, f"max_tokens must be >= 1, got {self.max_tokens}")
-        require(self.timeout_s > 0, f"timeout_s must be > 0, got {self.timeout_s}")
+        require(
+            math.isfinite(self.timeout_s) and self.timeout_s > 0,
+            f"timeout_s must be a finite number > 0, got {self.timeout_s}",
+        )
         require(self.max_retries >= 0, f"max_retries must be >= 0, got {self.max_retries}")
         require(self.backoff_s >= 0, f"backoff_s must be >= 0, got {self.backoff_s}")
+        require(
+            self.max_report_chars >= 1,
+            f"max_report_chars must be >= 1, got {self.max_report_chars}",
+        )
         require(
             self.precision in ("auto", "fp32", "fp16", "bf16"),
             f"precision must be auto, fp32, fp16 or bf16, got {self.precision!r}",

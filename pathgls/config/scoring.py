@@ -198,6 +198,27 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
 REFERENCE_MODULES: tuple[str, ...] = ("report",)
 
 
+#: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
+FUSABLE_MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report", "hare")
+
+
+def _known_module(name: str, where: str) -> None:
+    """Refuse a module name that no ScoreCard carries (a typo would be silently ignored).
+
+    Raises:
+        ConfigError: naming ``name``, the closest known name and the known names.
+    """
+    if name in FUSABLE_MODULES:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, FUSABLE_MODULES, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(
+        f"{where}: unknown module {name!r}{hint}; known: {', '.join(FUSABLE_MODULES)}"
+    )
+
+
 def _finite(x: Any) -> float | None:
     """``x`` as a float when it is a finite real number, else None."""
     if isinstance(x, bool) or not isinstance(x, int | float):
@@ -228,6 +249,7 @@ class FusionConfig:
         require(bool(weights), "weights must name at least one module")
         for name, w in weights.items():
             require(bool(name), "weights: empty module name")
+            _known_module(name, "weights")
             require(
                 math.isfinite(w) and w >= 0,
                 f"weights: the weight of {name!r} must be finite and ≥ 0, got {w}",
@@ -281,6 +303,7 @@ class GateConfig:
                 raise ConfigError(
                     f"floors: {name!r} = {value!r}: need a module name and a value in [0, 1]"
                 )
+            _known_module(str(name), "floors")
             floors[str(name)] = v
         object.__setattr__(self, "floors", MappingProxyType(floors))
         cov = _finite(self.min_coverage)

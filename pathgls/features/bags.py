@@ -111,7 +111,12 @@ class BagMeta:
         for key, raw in attrs.items():
             value = raw.item() if isinstance(raw, np.generic) else raw
             if isinstance(value, bytes):
-                value = value.decode()
+                try:
+                    value = value.decode()
+                except UnicodeDecodeError as e:
+                    raise BagError(
+                        f"bag attribute {key!r} is not UTF-8 text: {value[:20]!r}"
+                    ) from e
             if key in names and key != "extras":
                 values[key] = value
             elif not key.startswith("_"):
@@ -119,9 +124,49 @@ class BagMeta:
         missing = [f.name for f in fields(cls) if f.name in REQUIRED_ATTRS and f.name not in values]
         if missing:
             raise BagError(f"bag is missing attribute(s): {', '.join(missing)}")
+        for key, value in values.items():
+            values[key] = _typed(key, value, str(names[key].type))
         values["complete"] = bool(values.get("complete", False))
         values["random_weights"] = bool(values.get("random_weights", False))
         return cls(**values, extras=extras)
+
+
+#: Attributes that must be > 0.
+_POSITIVE = frozenset(
+    {"patch_size", "patch_size_level0", "window_size", "window_stride", "target_mpp", "level0_mpp"}
+)
+
+
+def _typed(key: str, value: Any, kind: str) -> Any:
+    """``value`` as the field's type (int, float, str, bool).
+
+    Raises:
+        BagError: naming the attribute and the value, when it is not of that type, not a finite
+            number, or not positive where it must be.
+    """
+    bad = f"bag attribute {key!r} must be {{}}, got {value!r}"
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise BagError(bad.format("an integer"))
+        value = int(value)
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise BagError(bad.format("a number"))
+        value = float(value)
+        if not np.isfinite(value):
+            raise BagError(bad.format("a finite number"))
+    elif kind == "str" and not isinstance(value, str):
+        raise BagError(bad.format("text"))
+    elif kind == "bool":
+        if not isinstance(value, bool | np.bool_) and value not in (0, 1):
+            raise BagError(bad.format("true or false"))
+        value = bool(value)
+    if key in _POSITIVE and value <= 0:
+        raise BagError(bad.format("> 0"))
+    return value
 
 
 REQUIRED_ATTRS = (
@@ -204,7 +249,16 @@ def _validate_open(f: h5py.File, p: Path) -> BagMeta:
         raise BagError(f"{p}: attribute dim={meta.dim} but features have D={feats.shape[1]}")
     if meta.n_windows and meta.n_windows != win.shape[1]:
         raise BagError(f"{p}: attribute n_windows={meta.n_windows} but W={win.shape[1]}")
+    for start in range(0, n, _CHECK_ROWS):  # window features are checked as they are read
+        bad = ~np.isfinite(np.asarray(feats[start : start + _CHECK_ROWS], dtype=np.float32))
+        if bad.any():
+            row = start + int(np.argwhere(bad)[0][0])
+            raise BagError(f"{p}: non-finite (NaN or inf) features, first at patch {row}")
     return meta
+
+
+#: Rows of ``features`` checked at a time when a bag is opened.
+_CHECK_ROWS = 65536
 
 
 def read_bag(path: str | os.PathLike[str], *, windows: bool = True) -> FeatureBag:
@@ -361,6 +415,12 @@ class BagWriter:
         if not np.array_equal(coords, self.coords[start : start + b]):
             raise BagError(f"batch coordinates at {start} differ from the planned ones")
         end = start + b
+        for name, data in (("features", features), ("window_features", window_features)):
+            if not np.isfinite(np.asarray(data, dtype=np.float32)).all():
+                raise BagError(
+                    f"non-finite (NaN or inf) {name} in patches {start}..{end - 1}: the encoder "
+                    "produced unusable features"
+                )
         for name, data in (
             ("features", features),
             ("coords", coords),

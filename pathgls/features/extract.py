@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import time
 import traceback
@@ -17,13 +18,15 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pathgls import __version__
 from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
+from pathgls.io.lock import locked
+from pathgls.io.names import safe_stem, unique_ids
 from pathgls.registry import parse_spec
 from pathgls.tiling import make_grid, open_slide, slide_sha256, stream_patches
 
@@ -76,8 +79,13 @@ def extract_slide(
     config: PathGLSConfig,
     mpp: float | None = None,
     progress: ProgressFn | None = None,
+    bag_name: str | None = None,
 ) -> ExtractResult:
     """Extract the feature bag of one slide (resuming a partial bag, skipping a complete one).
+
+    The bag is locked while it is written: a second process asking for the same bag fails
+    this slide with :class:`~pathgls.errors.LockedError` naming the writer (never touching
+    its ``.partial`` file); a lock left by a killed writer is taken over.
 
     Args:
         slide: slide or image file.
@@ -86,6 +94,8 @@ def extract_slide(
         config: effective configuration.
         mpp: µm/px of level 0 given by the user (overrides metadata; required when it is absent).
         progress: called with (done, total) after each batch.
+        bag_name: file stem of the bag (default: the slide's stem); the runner passes the
+            item's unique file name, so two slides with one stem never share a bag.
 
     Returns:
         The result; ``status="failed"`` with ``error`` set when the slide could not be done.
@@ -96,7 +106,7 @@ def extract_slide(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _extract(Path(slide), Path(out_dir), encoder, config, mpp, progress, result)
+            _extract(Path(slide), Path(out_dir), encoder, config, mpp, progress, result, bag_name)
         result.warnings.extend(str(w.message) for w in caught)
     except PathGLSError as e:
         result.status, result.error = "failed", str(e)
@@ -118,8 +128,9 @@ def _extract(
     mpp: float | None,
     progress: ProgressFn | None,
     result: ExtractResult,
+    bag_name: str | None,
 ) -> None:
-    tc, ec, sc = config.tiling, config.encoder, config.stream
+    tc, ec = config.tiling, config.encoder
     reader = open_slide(slide, mpp=mpp, image_mpp=tc.image_mpp)
     try:
         if reader.mpp_source == "default":
@@ -158,50 +169,13 @@ def _extract(
             # where the slide was (heat maps draw over its thumbnail); not part of its identity
             extras={"slide_path": str(Path(slide).resolve())},
         )
-        path = bag_path_for(out_dir, reader.name, ec.name)
+        path = bag_path_for(out_dir, bag_name or reader.name, ec.name)
         result.bag_path, result.n_patches = str(path), len(grid)
         if len(grid) == 0:
             result.warnings.append("no tissue patches found; the bag is empty")
-        if path.exists() and not config.bag.overwrite:
-            _check_existing(path, meta)
-            result.status = "skipped"
-            return
-        writer = BagWriter(
-            path,
-            meta=meta,
-            coords=grid.coords,
-            compression=config.bag.compression,
-            chunk_rows=sc.batch_size,
-        )
-        with writer, _torch_threads(sc.torch_threads, encoder.device):
-            if writer.resume_note:
-                result.warnings.append(writer.resume_note)
-            done0 = writer.n_done
-            if progress:
-                progress(done0, writer.n_total)
-            for batch in stream_patches(
-                reader,
-                grid.coords,
-                plan,
-                batch_size=sc.batch_size,
-                workers=sc.workers,
-                prefetch=sc.prefetch,
-                start=done0,
-            ):
-                win, feats = encode_highres(
-                    encoder,
-                    batch.images,
-                    window_size=ec.window_size,
-                    window_stride=ec.window_stride,
-                )
-                writer.append(
-                    start=batch.start, coords=batch.coords, window_features=win, features=feats
-                )
-                if progress:
-                    progress(writer.n_done, writer.n_total)
-            result.n_encoded = writer.n_done - done0
-            writer.finalize()
-        result.status = "done"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(path.with_name(path.name + ".lock"), what=f"feature bag {path}"):
+            _write_bag(path, meta, grid, reader, encoder, config, progress, result)
     finally:
         reader.close()
 
@@ -222,16 +196,73 @@ def _torch_threads(n: int, device: str) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _write_bag(
+    path: Path,
+    meta: BagMeta,
+    grid: Any,
+    reader: Any,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    progress: ProgressFn | None,
+    result: ExtractResult,
+) -> None:
+    """Skip a complete bag or write (resume) it; the caller holds the bag's lock."""
+    ec, sc, plan = config.encoder, config.stream, grid.plan
+    if path.exists() and not config.bag.overwrite:
+        _check_existing(path, meta)
+        result.status = "skipped"
+        return
+    writer = BagWriter(
+        path,
+        meta=meta,
+        coords=grid.coords,
+        compression=config.bag.compression,
+        chunk_rows=sc.batch_size,
+    )
+    with writer, _torch_threads(sc.torch_threads, encoder.device):
+        if writer.resume_note:
+            result.warnings.append(writer.resume_note)
+        done0 = writer.n_done
+        if progress:
+            progress(done0, writer.n_total)
+        for batch in stream_patches(
+            reader,
+            grid.coords,
+            plan,
+            batch_size=sc.batch_size,
+            workers=sc.workers,
+            prefetch=sc.prefetch,
+            start=done0,
+        ):
+            win, feats = encode_highres(
+                encoder,
+                batch.images,
+                window_size=ec.window_size,
+                window_stride=ec.window_stride,
+            )
+            writer.append(
+                start=batch.start, coords=batch.coords, window_features=win, features=feats
+            )
+            if progress:
+                progress(writer.n_done, writer.n_total)
+        result.n_encoded = writer.n_done - done0
+        writer.finalize()
+    result.status = "done"
+
+
 def _check_existing(path: Path, meta: BagMeta) -> None:
     try:
         old = validate_bag(path)
     except BagError as e:
-        raise BagError(f"{path}: an existing bag is invalid ({e}); rerun with --overwrite") from e
+        raise BagError(
+            f"{path}: an existing bag is invalid ({e}); delete it (or run `pathgls extract "
+            "--overwrite`) or use another --out"
+        ) from e
     diffs = meta.mismatches(old)
     if diffs:
         raise BagError(
             f"{path}: an existing bag was made with other settings ({'; '.join(diffs)}); "
-            "rerun with --overwrite or use another --out"
+            "delete it (or run `pathgls extract --overwrite`) or use another --out"
         )
 
 
@@ -256,11 +287,20 @@ def extract_slides(
         __version__,
     )
     results = []
+    paths = [Path(s) for s in slides]
+    root = Path(os.path.commonpath([str(p.absolute().parent) for p in paths])) if paths else None
+    names = unique_ids([p.absolute() for p in paths], root=root)  # same stem: path below root
     for i, s in enumerate(slides):
         if on_start:
             on_start(Path(s), i)
         r = extract_slide(
-            slide=s, out_dir=out_dir, encoder=encoder, config=config, mpp=mpp, progress=progress
+            slide=s,
+            out_dir=out_dir,
+            encoder=encoder,
+            config=config,
+            mpp=mpp,
+            progress=progress,
+            bag_name=safe_stem(names[i]),
         )
         log.info(
             "%s: %s (%d patches, %.1f s)%s",

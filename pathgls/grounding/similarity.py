@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pathgls.errors import ConfigError
+from pathgls.errors import BagError, ConfigError
 
 #: Names of the calibrations (see the module docstring).
 CALIBRATIONS = ("raw", "sigmoid", "foil-rank")
@@ -116,6 +116,7 @@ def max_similarity(
 
     Raises:
         ValueError: misshaped inputs, a dimension mismatch or a bad chunk size.
+        BagError: a window feature is NaN or infinite.
     """
     dev = torch.device(device)
     n, w, d = _window_shape(windows)
@@ -145,6 +146,11 @@ def max_similarity(
         stop = min(start + step, n)
         rows = (stop - start) * w
         src = _read_chunk(windows, start, stop).reshape(rows, d)
+        if not bool(torch.isfinite(src).all()):
+            raise BagError(
+                f"non-finite (NaN or inf) window features in patches {start}..{stop - 1}; "
+                "the features are unusable (re-extract the bag)"
+            )
         if src.dtype == torch.float32 and src.device == dev:
             chunk = src  # already what the matmul needs: no copy
         else:

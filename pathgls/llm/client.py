@@ -12,24 +12,33 @@ logged and is removed from every error message (even when a server echoes it bac
 
 ``base_url`` may be the server root (``http://host:8000``: ``/v1/chat/completions`` is
 appended), the API root (``http://host:8000/v1``: ``/chat/completions`` is appended) or the full
-endpoint URL.
+endpoint URL; a query string (``?api-version=...``) is kept after the appended path. Credentials
+in the URL (``http://user:pass@host/v1``) are sent as HTTP Basic auth, never in the URL, and
+every message shows the URL through :func:`pathgls.io.redact.redact`.
+
+``timeout_s`` is a total deadline per request (connect, send, every read): a server that
+trickles its answer one byte at a time is cut off when it expires. An answer body larger than
+``max_response_bytes`` is refused (not retried).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import http.client
 import json
 import logging
 import os
 import re
+import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pathgls.errors import ConfigError, LLMError
+from pathgls.io.redact import redact, url_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -38,23 +47,47 @@ _MAX_MESSAGE = 500
 #: Longest wait honoured from a ``Retry-After`` header, in seconds.
 _MAX_RETRY_AFTER_S = 30.0
 _VERSION_SUFFIX = re.compile(r"/v\d+[a-z]*$")
+#: Largest answer body accepted by default, in bytes.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 
 def chat_completions_url(base_url: str) -> str:
     """The ``.../chat/completions`` URL for ``base_url`` (see the module docstring).
 
+    The query string is kept (after the path); userinfo too (see :func:`split_userinfo`).
+
     Raises:
         ConfigError: not an http(s) URL.
     """
-    url = base_url.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"LLM base URL must be an http(s) URL, got {redact(base_url)!r}")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions" if _VERSION_SUFFIX.search(path) else "/v1/chat/completions"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``user:password@`` part, and the Basic auth header value for it.
+
+    Raises:
+        ConfigError: userinfo without a user name.
+    """
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"LLM base URL must be an http(s) URL, got {base_url!r}")
-    if url.endswith("/chat/completions"):
-        return url
-    if _VERSION_SUFFIX.search(parts.path):
-        return url + "/chat/completions"
-    return url + "/v1/chat/completions"
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    user, password = urllib.parse.unquote(user), urllib.parse.unquote(password)
+    if not user:
+        raise ConfigError(
+            f"LLM base URL {redact(url)!r} has credentials without a user name; write "
+            "http://USER:PASSWORD@host/... or put the key in the API key variable"
+        )
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    bare = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, ""))
+    return bare, f"Basic {token}"
 
 
 class ChatClient:
@@ -82,6 +115,7 @@ class ChatClient:
         timeout_s: float = 60,
         max_retries: int = 3,
         backoff_s: float = 1.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         if not model.strip():
             raise ConfigError("LLM model name is empty")
@@ -91,7 +125,13 @@ class ChatClient:
             raise ConfigError(f"max_retries must be at least 0, got {max_retries}")
         if backoff_s < 0:
             raise ConfigError(f"backoff_s must be at least 0, got {backoff_s}")
-        self.url = chat_completions_url(base_url)
+        if max_response_bytes < 1:
+            raise ConfigError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
+        full = chat_completions_url(base_url)
+        self._url_secrets = url_secrets(full)  # masked in server messages that echo them
+        self.url, self._basic = split_userinfo(full)
+        self.shown_url = redact(self.url)  # what messages and logs show
+        self.max_response_bytes = int(max_response_bytes)
         self.model = model.strip()
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
@@ -99,7 +139,7 @@ class ChatClient:
         self.backoff_s = float(backoff_s)
 
     def __repr__(self) -> str:
-        return f"ChatClient(url={self.url!r}, model={self.model!r})"
+        return f"ChatClient(url={self.shown_url!r}, model={self.model!r})"
 
     def complete(
         self,
@@ -142,7 +182,7 @@ class ChatClient:
             try:
                 return self._post(body, key)
             except _Transient as e:
-                last, last_status = _redact(str(e), key), e.status
+                last, last_status = self._mask(str(e), key), e.status
                 if attempt == attempts:
                     break
                 wait = self.backoff_s * 2 ** (attempt - 1)
@@ -150,7 +190,7 @@ class ChatClient:
                     wait = max(wait, min(e.retry_after, _MAX_RETRY_AFTER_S))
                 logger.warning(
                     "chat completion at %s (model %s) failed: %s; retry %d of %d in %.2f s",
-                    self.url,
+                    self.shown_url,
                     self.model,
                     last,
                     attempt,
@@ -159,12 +199,18 @@ class ChatClient:
                 )
                 time.sleep(wait)
         raise LLMError(
-            f"chat completion at {self.url} (model {self.model}) failed after {attempts} "
+            f"chat completion at {self.shown_url} (model {self.model}) failed after {attempts} "
             f"attempt(s); last error: {last}",
             status=last_status,
-            endpoint=self.url,
+            endpoint=self.shown_url,
             model=self.model,
         )
+
+    def _mask(self, text: str, key: str | None) -> str:
+        """``text`` without the API key, the URL's secrets and anything :func:`redact` finds."""
+        for secret in [key, *self._url_secrets] if key else self._url_secrets:
+            text = text.replace(secret, "***")
+        return redact(text)
 
     def _api_key(self) -> str | None:
         if not self.api_key_env:
@@ -177,39 +223,86 @@ class ChatClient:
     def _post(self, body: bytes, key: str | None) -> str:
         """One request; transient failures raise :class:`_Transient`, others :class:`LLMError`."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key and self._basic:
+            raise LLMError(
+                f"chat completion at {self.shown_url}: the URL carries a user and password and "
+                f"${self.api_key_env} holds an API key; give one of them",
+                endpoint=self.shown_url,
+                model=self.model,
+            )
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        elif self._basic:
+            headers["Authorization"] = self._basic
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as e:
-            status = int(e.code)
-            message = _redact(_server_message(_read_quietly(e)), key)
-            if status == 429 or status >= 500:
-                raise _Transient(
-                    f"HTTP {status}: {message}", status=status, retry_after=_retry_after(e)
-                ) from e
-            hint = ""
-            if status in (401, 403) and self.api_key_env and not key:
-                hint = f" (no API key sent: ${self.api_key_env} is not set)"
-            raise LLMError(
-                f"chat completion at {self.url} (model {self.model}) was rejected with "
-                f"HTTP {status}: {message}{hint}",
-                status=status,
-                endpoint=self.url,
-                model=self.model,
-            ) from e
-        except TimeoutError as e:
-            raise _Transient(f"timed out after {self.timeout_s:g} s") from e
-        except urllib.error.URLError as e:
-            reason = e.reason
-            if isinstance(reason, TimeoutError):
-                raise _Transient(f"timed out after {self.timeout_s:g} s") from e
-            raise _Transient(f"connection failed: {reason}") from e
+            status, raw, retry_after = self._exchange(body, headers)
+        except TimeoutError as e:  # the deadline, or one socket operation as long as it
+            raise _Transient(f"timed out after {self.timeout_s:g} s (whole request)") from e
         except (OSError, http.client.HTTPException) as e:
             raise _Transient(f"connection failed: {type(e).__name__}: {e}") from e
+        if status >= 400:
+            message = self._mask(_server_message(raw), key)
+            if status == 429 or status >= 500:
+                raise _Transient(
+                    f"HTTP {status}: {message}", status=status, retry_after=retry_after
+                )
+            hint = ""
+            if status in (401, 403) and self.api_key_env and not key and not self._basic:
+                hint = f" (no API key sent: ${self.api_key_env} is not set)"
+            raise LLMError(
+                f"chat completion at {self.shown_url} (model {self.model}) was rejected with "
+                f"HTTP {status}: {message}{hint}",
+                status=status,
+                endpoint=self.shown_url,
+                model=self.model,
+            )
         return self._content(raw, key)
+
+    def _exchange(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes, float | None]:
+        """POST ``body``; (status, body, Retry-After) within ``timeout_s`` from start to end.
+
+        Raises:
+            TimeoutError: the whole request took longer than ``timeout_s``.
+            LLMError: the answer body is larger than ``max_response_bytes``.
+            OSError, http.client.HTTPException: the connection failed.
+        """
+        parts = urllib.parse.urlsplit(self.url)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = cls(parts.hostname or "", parts.port, timeout=self.timeout_s)
+        expired = threading.Event()
+
+        def cut() -> None:  # a blocked read returns or raises once the socket is shut
+            expired.set()
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self.timeout_s, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            conn.request("POST", target, body=body, headers=headers)
+            response = conn.getresponse()
+            raw = response.read(self.max_response_bytes + 1)
+            if expired.is_set():
+                raise TimeoutError(f"deadline of {self.timeout_s:g} s")
+            if len(raw) > self.max_response_bytes:
+                raise LLMError(
+                    f"chat completion at {self.shown_url} (model {self.model}): the answer is "
+                    f"larger than {self.max_response_bytes} bytes (max_response_bytes); refused",
+                    endpoint=self.shown_url,
+                    model=self.model,
+                )
+            return response.status, raw, _retry_after(response.getheader("Retry-After"))
+        except (OSError, http.client.HTTPException) as e:
+            if expired.is_set():
+                raise TimeoutError(f"deadline of {self.timeout_s:g} s") from e
+            raise
+        finally:
+            timer.cancel()
+            conn.close()
 
     def _content(self, raw: bytes, key: str | None) -> str:
         try:
@@ -217,7 +310,7 @@ class ChatClient:
             message = data["choices"][0]["message"]
             content = message.get("content")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-            snippet = _redact(raw[:200].decode("utf-8", errors="replace"), key)
+            snippet = self._mask(raw[:200].decode("utf-8", errors="replace"), key)
             raise _Transient(f"unreadable answer ({type(e).__name__}): {snippet!r}") from e
         if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
             content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
@@ -237,13 +330,6 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-def _read_quietly(error: urllib.error.HTTPError) -> bytes:
-    try:
-        return error.read() or b""
-    except (OSError, http.client.HTTPException):
-        return b""
-
-
 def _server_message(raw: bytes) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the body text, shortened."""
     text = raw.decode("utf-8", errors="replace").strip()
@@ -261,13 +347,8 @@ def _server_message(raw: bytes) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
 
 
-def _retry_after(error: urllib.error.HTTPError) -> float | None:
-    value = error.headers.get("Retry-After") if error.headers else None
+def _retry_after(value: str | None) -> float | None:
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
-
-
-def _redact(text: str, key: str | None) -> str:
-    return text.replace(key, "***") if key else text

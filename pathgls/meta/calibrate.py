@@ -19,7 +19,6 @@ result's ``warnings``, never imputed.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,7 +30,8 @@ import numpy as np
 from scipy import stats
 
 from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
-from pathgls.errors import CalibrationError
+from pathgls.errors import CalibrationError, TableError
+from pathgls.io.tables import delimiter_for, read_table
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
@@ -143,33 +143,26 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
         CalibrationError: unreadable file, missing columns, or a malformed line (named by number).
     """
     p = Path(path)
-    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
     needed = ("item_id", *(m for m in MODULES if m not in OPTIONAL_COLUMNS), "label")
     rows: list[ValidationRow] = []
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            fields = reader.fieldnames or []
-            missing = [c for c in needed if c not in fields]
-            if missing:
-                raise CalibrationError(f"{p}: missing column(s) {', '.join(missing)}; has {fields}")
-            for r in reader:
-                line = reader.line_num
-                where = f"{p}: line {line}"
-                if None in r or any(r[c] is None for c in needed):
-                    raise CalibrationError(
-                        f"{where}: expected {len(fields)} fields separated by {delimiter!r}"
-                    )
-                scores = {
-                    m: _parse_float(r.get(m), what=f"{m} score", where=where, allow_empty=True)
-                    for m in MODULES
-                    if m in fields
-                }
-                label = _parse_float(r["label"], what="label", where=where, allow_empty=False)
-                item_id = (r["item_id"] or "").strip() or f"line{line}"
-                rows.append(ValidationRow(item_id, scores, float(label)))  # type: ignore[arg-type]
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise CalibrationError(f"cannot read the validation table {p}: {e}") from e
+        table = read_table(p, required=needed, what="validation table")
+    except TableError as e:
+        raise CalibrationError(str(e)) from e
+    for line, r in zip(table.lines, table.rows, strict=True):
+        where = f"{p}: line {line}"
+        if any(r[c] is None for c in needed):
+            raise CalibrationError(
+                f"{where}: expected {len(table.columns)} fields separated by {delimiter_for(p)!r}"
+            )
+        scores = {
+            m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)  # type: ignore[arg-type]
+            for m in MODULES
+            if m in table.columns
+        }
+        label = _parse_float(r["label"], what="label", where=where, allow_empty=False)  # type: ignore[arg-type]
+        item_id = (r["item_id"] or "").strip() or f"line{line}"
+        rows.append(ValidationRow(item_id, scores, float(label)))  # type: ignore[arg-type]
     return rows
 
 
@@ -186,29 +179,23 @@ def read_labels(path: str | os.PathLike[str]) -> dict[tuple[str | None, str], fl
             key twice.
     """
     p = Path(path)
-    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
     labels: dict[tuple[str | None, str], float] = {}
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            fields = reader.fieldnames or []
-            missing = [c for c in ("item_id", "label") if c not in fields]
-            if missing:
-                raise CalibrationError(f"{p}: missing column(s) {', '.join(missing)}; has {fields}")
-            for r in reader:
-                where = f"{p}: line {reader.line_num}"
-                if None in r or r["item_id"] is None or r["label"] is None:
-                    raise CalibrationError(f"{where}: expected {len(fields)} fields")
-                label = _parse_float(r["label"], what="label", where=where, allow_empty=True)
-                item = r["item_id"].strip()
-                if label is None or not item:
-                    continue
-                key = ((r.get("subject") or "").strip() or None, item)
-                if key in labels:
-                    raise CalibrationError(f"{where}: a second label for {key[0] or '*'}/{item}")
-                labels[key] = label
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise CalibrationError(f"cannot read the labels {p}: {e}") from e
+        table = read_table(p, required=("item_id", "label"), what="labels")
+    except TableError as e:
+        raise CalibrationError(str(e)) from e
+    for line, r in zip(table.lines, table.rows, strict=True):
+        where = f"{p}: line {line}"
+        if r["item_id"] is None or r["label"] is None:
+            raise CalibrationError(f"{where}: expected {len(table.columns)} fields")
+        label = _parse_float(r["label"], what="label", where=where, allow_empty=True)
+        item = r["item_id"].strip()
+        if label is None or not item:
+            continue
+        key = ((r.get("subject") or "").strip() or None, item)
+        if key in labels:
+            raise CalibrationError(f"{where}: a second label for {key[0] or '*'}/{item}")
+        labels[key] = label
     return labels
 
 

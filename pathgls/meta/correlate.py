@@ -16,10 +16,8 @@ precision and the module ablation — lives in :mod:`pathgls.meta.calibrate` (``
 
 from __future__ import annotations
 
-import csv
 import math
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from pathgls.errors import MetaError
+from pathgls.errors import MetaError, TableError
+from pathgls.io.tables import read_table
 
 
 @dataclass(frozen=True)
@@ -68,34 +67,36 @@ def read_expert_table(
     """Rows of a TSV/CSV of (reference, candidate, expert score); bad rows skipped with a warning.
 
     Raises:
-        MetaError: unreadable file or missing columns.
+        MetaError: unreadable file or missing columns (:func:`~pathgls.io.tables.read_table`).
     """
     p = Path(path)
-    delimiter = "," if p.suffix.lower() == ".csv" else "\t"
-    csv.field_size_limit(sys.maxsize)
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            fields = reader.fieldnames or []
-            missing = [c for c in (reference, candidate, score) if c not in fields]
-            if missing:
-                raise MetaError(f"{p}: missing column(s) {', '.join(missing)}; has {fields}")
-            rows, warnings = [], []
-            for i, r in enumerate(reader, start=2):
-                try:
-                    value = float(r[score])
-                except (TypeError, ValueError):
-                    value = math.nan
-                if not math.isfinite(value):
-                    warnings.append(f"line {i}: expert score {r[score]!r} is not a number; skipped")
-                    continue
-                ref, cand = r[reference] or "", r[candidate] or ""
-                if not ref.strip() or not cand.strip():
-                    warnings.append(f"line {i}: empty reference or candidate; skipped")
-                    continue
-                rows.append(ExpertRow(r.get(case_id) or str(i), ref, cand, value))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise MetaError(f"cannot read the expert table {p}: {e}") from e
+        table = read_table(p, required=(reference, candidate, score), what="expert table")
+    except TableError as e:
+        raise MetaError(str(e)) from e
+    rows, warnings = [], []
+    first_bad: tuple[int, str | None] | None = None
+    numeric = 0
+    for i, r in zip(table.lines, table.rows, strict=True):
+        try:
+            value = float(r[score])  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            warnings.append(f"line {i}: expert score {r[score]!r} is not a number; skipped")
+            first_bad = first_bad or (i, r[score])
+            continue
+        numeric += 1
+        ref, cand = r[reference] or "", r[candidate] or ""
+        if not ref.strip() or not cand.strip():
+            warnings.append(f"line {i}: empty reference or candidate; skipped")
+            continue
+        rows.append(ExpertRow(r.get(case_id) or str(i), ref, cand, value))
+    if first_bad is not None and numeric == 0:
+        raise MetaError(
+            f"{p}: the expert score column {score!r} holds no number (line {first_bad[0]}: "
+            f"{first_bad[1]!r}); name the score column (`pathgls meta --score-column`)"
+        )
     return rows, warnings
 
 

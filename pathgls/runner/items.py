@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pathgls.errors import ConfigError
+from pathgls.errors import ConfigError, TableError
+from pathgls.io.names import name_collisions, unique_ids
+from pathgls.io.tables import read_table
 from pathgls.tiling.readers import IMAGE_EXTENSIONS
 from pathgls.tiling.slides import find_slides
 
@@ -18,7 +19,8 @@ ROI_EXTENSIONS = frozenset(s for s in IMAGE_EXTENSIONS if s not in (".tif", ".ti
 
 
 def slug(text: str) -> str:
-    """A file-name-safe form of ``text`` (subject specs, relative paths)."""
+    """A file-name-safe form of ``text`` (lossy: use :func:`~pathgls.io.names.safe_stem` for
+    file names, which stays unique)."""
     out = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
     return out or "item"
 
@@ -27,7 +29,8 @@ def slug(text: str) -> str:
 class WorkItem:
     """One slide or ROI of the run, evaluated with every subject."""
 
-    item_id: str  # unique in the run: the file stem, or the relative path when stems collide
+    item_id: str  # unique in the run: the file stem, or the relative path (with extension)
+    # when another input has the same stem; its files are named by ``safe_stem(item_id)``
     path: str  # the slide or image file
     kind: str  # "slide" or "roi"
     reference: str | None = None  # reference report (HARE), when one was given
@@ -36,18 +39,29 @@ class WorkItem:
 def plan_items(
     slides: Sequence[Path], *, root: Path | None = None, references: dict[str, str] | None = None
 ) -> list[WorkItem]:
-    """Work items for ``slides``; ids are stems, made unique with the path below ``root``."""
-    stems: dict[str, int] = {}
-    for p in slides:
-        stems[p.stem] = stems.get(p.stem, 0) + 1
+    """Work items for ``slides``; ids from :func:`~pathgls.io.names.unique_ids`.
+
+    A reference is looked up by the item id, then by the path below ``root`` without its
+    extension (the id an earlier version gave when stems collided).
+
+    Raises:
+        ConfigError: two inputs would still share a file name (ids equal but for case).
+    """
+    ids = unique_ids(slides, root=root)
+    clashes = name_collisions(ids)
+    if clashes:
+        raise ConfigError(
+            "these inputs would share result files (names equal but for case): "
+            + "; ".join(f"{a!r} and {b!r}" for a, b in clashes[:10])
+            + "; rename one of each pair"
+        )
+    refs = references or {}
     items = []
-    for p in slides:
-        item_id = p.stem
-        if stems[p.stem] > 1:
-            rel = p.relative_to(root) if root is not None and p.is_relative_to(root) else p
-            item_id = slug(rel.with_suffix("").as_posix())
+    for p, item_id in zip(slides, ids, strict=True):
         kind = "roi" if p.suffix.lower() in ROI_EXTENSIONS else "slide"
-        ref = (references or {}).get(item_id)
+        ref = refs.get(item_id)
+        if ref is None and item_id != p.stem:
+            ref = refs.get(Path(item_id).with_suffix("").as_posix())
         items.append(WorkItem(item_id=item_id, path=str(p), kind=kind, reference=ref))
     return items
 
@@ -73,24 +87,24 @@ def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
     Escaped ``\\n`` in a reference become line breaks.
 
     Raises:
-        ConfigError: unreadable file, missing columns, duplicate or empty ids.
+        ConfigError: unreadable file (:func:`~pathgls.io.tables.read_table`), missing columns,
+            duplicate or empty ids.
     """
     p = Path(path)
     try:
-        with p.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ConfigError(f"cannot read references {p}: {e}") from e
-    if not rows:
+        table = read_table(p, delimiter="\t", what="references")
+    except TableError as e:
+        raise ConfigError(str(e)) from e
+    if not table.rows:
         raise ConfigError(f"{p}: no reference rows (need a header with item_id and reference)")
-    id_col = next((c for c in ("item_id", "slide", "case_id") if c in rows[0]), None)
-    if id_col is None or "reference" not in rows[0]:
+    id_col = next((c for c in ("item_id", "slide", "case_id") if c in table.columns), None)
+    if id_col is None or "reference" not in table.columns:
         raise ConfigError(
             f"{p}: need the columns item_id (or slide, case_id) and reference; "
-            f"found {', '.join(k for k in rows[0] if k)}"
+            f"found {', '.join(k for k in table.columns if k)}"
         )
     out: dict[str, str] = {}
-    for line, row in enumerate(rows, start=2):
+    for line, row in zip(table.lines, table.rows, strict=True):
         key = (row.get(id_col) or "").strip()
         if not key:
             raise ConfigError(f"{p}:{line}: empty {id_col}")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.io.atomic import write_text_atomic
+from pathgls.io.redact import redact_data
 
 #: Distributions whose versions change results; recorded in every manifest.
 PACKAGES = (
@@ -82,8 +83,8 @@ def new_manifest(*, source: str, config: Any, executor: str, address: str | None
 
 
 def write_manifest(run_dir: str | Path, manifest: Mapping[str, Any]) -> Path:
-    """Write ``RUN_DIR/manifest.json`` atomically."""
-    text = json.dumps(to_jsonable(manifest), indent=2, ensure_ascii=False)
+    """Write ``RUN_DIR/manifest.json`` atomically (every string through :func:`redact_data`)."""
+    text = json.dumps(redact_data(to_jsonable(manifest)), indent=2, ensure_ascii=False)
     return write_text_atomic(Path(run_dir) / "manifest.json", text)
 
 

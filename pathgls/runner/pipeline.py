@@ -24,6 +24,7 @@ from pathgls.config import PathGLSConfig
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.evidence import HareEntityMatch, HareEvidence
 from pathgls.fusion import gate_scorecard
+from pathgls.io.names import safe_stem
 from pathgls.runner.items import WorkItem
 from pathgls.runner.store import ResultsStore
 from pathgls.subjects.base import Subject
@@ -271,13 +272,14 @@ def _prepare_slide(
                 encoder=models.encoder,
                 config=config,
                 mpp=config.run.mpp,
+                bag_name=safe_stem(item.item_id),
             )
         if res.status == "failed":
             raise PathGLSError(f"feature bag: {res.error}")
         bag = (
             Path(res.bag_path)
             if res.bag_path
-            else bag_path_for(store.root, Path(item.path).stem, str(config.encoder.name))
+            else bag_path_for(store.root, safe_stem(item.item_id), str(config.encoder.name))
         )
         inputs["bag"] = str(bag)
         inputs["n_patches"] = int(res.n_patches)
@@ -437,6 +439,7 @@ def _evaluate_subject(
         cache=SubjectCache(store.cache_dir),
         stain_config=config.stain,
         config=config.stability,
+        max_report_chars=config.subject.max_report_chars,
     )
     timings["generation"] = timed.seconds
     timings["stability"] = time.perf_counter() - t0 - timed.seconds

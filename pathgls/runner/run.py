@@ -12,12 +12,15 @@ from typing import Any
 import pandas as pd
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
-from pathgls.errors import ConfigError
+from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError, ScoreCardError
 from pathgls.io.atomic import remove_stale_temporaries
+from pathgls.io.lock import RUN_LOCK, locked
+from pathgls.io.names import name_collisions
+from pathgls.io.redact import redact
 from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import new_manifest, now, write_manifest
-from pathgls.runner.store import ResultsStore
+from pathgls.runner.store import ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,7 @@ def run_benchmark(
     references: str | os.PathLike[str] | None = None,
     progress: ProgressFn | None = None,
     plots: bool = True,
+    wait_s: float | None = 0.0,
 ) -> RunResult:
     """Evaluate every slide/ROI under ``source`` with every subject into the run directory ``out``.
 
@@ -72,8 +76,13 @@ def run_benchmark(
         references: TSV ``item_id<TAB>reference``: HARE against these reports.
         progress: Called after each finished item.
         plots: Draw the summary plots.
+        wait_s: When another process holds the run directory's lock: 0 refuse at once, a
+            number wait that many seconds, None wait until it is free. A lock left by a
+            killed run is taken over at once.
 
     Raises:
+        LockedError: another live run holds ``out`` (the message names its pid, host, start).
+        RunIntegrityError: the run's ScoreCards do not number items × subjects.
         NoSlidesFoundError: nothing to evaluate under ``source``.
         ConfigError: the config cannot run (:func:`~pathgls.config.validate_run`), a bad
             references file, Ray missing.
@@ -82,25 +91,60 @@ def run_benchmark(
     if not isinstance(config, PathGLSConfig):
         raise TypeError(f"config must be a PathGLSConfig, got {type(config).__name__}")
     validate_run(config)
-    executor, address = config.run.executor, config.run.address
     refs = read_references(references) if references is not None else None
     items = discover(source, references=refs)
     if refs is not None:
         unknown = sorted(set(refs) - {i.item_id for i in items})
         if unknown:
             log.warning("references for unknown items ignored: %s", ", ".join(unknown[:20]))
+    subject_dirs = name_collisions([subject_dir_name(x) for x in config.run.subjects])
+    if subject_dirs:
+        raise ConfigError(
+            "these subjects would share one results folder (they differ only in secrets or in "
+            f"characters a file name cannot hold): {subject_dirs[0][0]!r} and "
+            f"{subject_dirs[0][1]!r}"
+        )
     store = ResultsStore(out)
-    store.root.mkdir(parents=True, exist_ok=True)
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PathGLSError(f"cannot create the run directory {store.root}: {e}") from e
+    what = f"run directory {store.root}"
+    hint = "rerun with `pathgls benchmark --wait` to wait for it, or use another --out"
+    with locked(store.root / RUN_LOCK, what=what, wait_s=wait_s, hint=hint):
+        return _run_locked(
+            source=source,
+            config=config,
+            store=store,
+            items=items,
+            progress=progress,
+            plots=plots,
+        )
+
+
+def _run_locked(
+    *,
+    source: str | os.PathLike[str],
+    config: PathGLSConfig,
+    store: ResultsStore,
+    items: list[WorkItem],
+    progress: ProgressFn | None,
+    plots: bool,
+) -> RunResult:
+    executor, address = config.run.executor, config.run.address
     for stale in remove_stale_temporaries(store.root):  # a killed run's half-written files
         log.info("removed %s, left by a killed writer", stale)
-    _warn_if_config_changed(store.root, config)
-    save_effective_config(config, store.root)
+    shown = redacted_config(config)  # what is stored: subject URLs without their secrets
+    _warn_if_config_changed(store.root, shown)
+    save_effective_config(shown, store.root)
     tasks = plan_tasks(items, config, store)
     planned = len(items) * len(config.run.subjects)
     todo = sum(len(s) for _, s in tasks)
-    manifest = new_manifest(source=str(source), config=config, executor=executor, address=address)
+    manifest = new_manifest(
+        source=redact(str(source)), config=shown, executor=executor, address=address
+    )
     manifest["counts"] = {"items": len(items), "planned": planned, "skipped": planned - todo}
-    write_manifest(store.root, manifest)
+    _write_manifest_or_raise(store.root, manifest)
     done = 0
 
     def on_result(item: WorkItem, cards: list[ScoreCard]) -> None:
@@ -117,9 +161,9 @@ def run_benchmark(
                 log.warning(
                     "%s · %s: %s: %s",
                     item.item_id,
-                    card.subject,
+                    redact(card.subject),
                     card.status,
-                    "; ".join(e.splitlines()[0] for e in card.errors),
+                    redact("; ".join(e.splitlines()[0] for e in card.errors if e)),
                 )
         done += len(cards)
         if progress is not None:
@@ -136,15 +180,58 @@ def run_benchmark(
             manifest["models"] = run_local(
                 tasks=tasks, config=config, store=store, on_result=on_result
             )
-    except BaseException:
-        manifest.update(status="interrupted", finished=now())
         manifest["counts"]["evaluated"] = done
-        write_manifest(store.root, manifest)
+        result = finish(store, items=items, config=config, manifest=manifest, plots=plots)
+    except BaseException as e:
+        _record_end(store.root, manifest, error=e, evaluated=done)
         raise
-    manifest["counts"]["evaluated"] = done
-    result = finish(store, items=items, config=config, manifest=manifest, plots=plots)
     result.skipped = planned - todo
     return result
+
+
+def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
+    """``config`` with the secrets of its subject specs and Ray address masked (stored form).
+
+    A run repeated from the stored ``config.toml`` reads credentials from the environment
+    (``subject.api_key_env``); URL credentials must be given again.
+    """
+    import dataclasses
+
+    run = dataclasses.replace(
+        config.run,
+        subjects=tuple(redact(s) for s in config.run.subjects),
+        address=redact(config.run.address) if config.run.address else config.run.address,
+    )
+    return dataclasses.replace(config, run=run)
+
+
+def _write_manifest_or_raise(run_dir: Path, manifest: dict[str, Any]) -> None:
+    try:
+        write_manifest(run_dir, manifest)
+    except OSError as e:
+        raise PathGLSError(f"cannot write {run_dir / 'manifest.json'}: {e}") from e
+
+
+def _record_end(
+    run_dir: Path, manifest: dict[str, Any], *, error: BaseException, evaluated: int
+) -> None:
+    """Mark the manifest ``interrupted`` or ``failed`` with the reason; never raises.
+
+    The handler runs while ``error`` propagates: a second failure here (a read-only or full
+    disk) is logged, never allowed to hide the first.
+    """
+    interrupted = isinstance(error, KeyboardInterrupt | SystemExit | GeneratorExit)
+    reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
+    manifest.update(
+        status="interrupted" if interrupted else "failed",
+        finished=now(),
+        reason=redact(reason.splitlines()[0] if reason else type(error).__name__),
+    )
+    manifest.setdefault("counts", {})["evaluated"] = evaluated
+    try:
+        write_manifest(run_dir, manifest)
+    except Exception as e:  # the original error must come through, not this one
+        log.error("could not record the run's end in %s: %s", run_dir / "manifest.json", e)
 
 
 def finish(
@@ -164,8 +251,8 @@ def finish(
         write_summary,
     )
 
-    wanted = {(s, i.item_id) for i in items for s in config.run.subjects}
-    cards = [c for c in store.load_cards() if (c.subject, c.item_id) in wanted]
+    wanted = {(redact(s), i.item_id) for i in items for s in config.run.subjects}
+    cards = _plan_cards(store, items=items, subjects=config.run.subjects)
     counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
     table = summarise(cards)
     files = write_summary(table, out_dir=store.root)
@@ -178,7 +265,7 @@ def finish(
         manifest["models"] = _models_from_cards(cards)
     manifest.setdefault("counts", {}).update(counts, cards=len(cards))
     manifest.update(status="finished", finished=now())
-    write_manifest(store.root, manifest)
+    _write_manifest_or_raise(store.root, manifest)
     return RunResult(
         run_dir=store.root,
         planned=len(wanted),
@@ -187,6 +274,41 @@ def finish(
         summary=table,
         files=files,
     )
+
+
+def _plan_cards(
+    store: ResultsStore, *, items: list[WorkItem], subjects: tuple[str, ...]
+) -> list[ScoreCard]:
+    """The card of every (item, subject) pair of the plan, read from the path it belongs to.
+
+    Cards elsewhere under ``scorecards/`` (another plan's items, an earlier version's file
+    names) are not this run's and are left out.
+
+    Raises:
+        RunIntegrityError: a pair has no readable card, or its file holds another pair's card
+            (cards written ≠ items × subjects).
+    """
+    cards, missing, foreign = [], [], []
+    for item in items:
+        for subject in subjects:
+            path = store.card_path(subject, item.item_id)
+            try:
+                card = store.read_card(path)
+            except (OSError, ScoreCardError):
+                missing.append(f"{item.item_id} · {redact(subject)}")
+                continue
+            if (card.subject, card.item_id) != (redact(subject), item.item_id):
+                foreign.append(f"{path.name} holds {card.item_id} · {card.subject}")
+                continue
+            cards.append(card)
+    if missing or foreign:
+        parts = [f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []
+        parts += [f"{len(foreign)} overwritten ({foreign[0]})"] if foreign else []
+        raise RunIntegrityError(
+            f"{store.root}: {len(cards)} ScoreCards for {len(items) * len(subjects)} item × "
+            f"subject pairs: {'; '.join(parts)}"
+        )
+    return cards
 
 
 def _models_from_cards(cards: list[ScoreCard]) -> dict[str, Any]:

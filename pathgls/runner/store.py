@@ -31,8 +31,14 @@ import numpy as np
 
 from pathgls.errors import PathGLSError, ScoreCardError
 from pathgls.io.atomic import write_bytes_atomic, write_text_atomic
-from pathgls.runner.items import slug
+from pathgls.io.names import safe_stem
+from pathgls.io.redact import redact, redact_data
 from pathgls.types import ScoreCard, Status
+
+
+def subject_dir_name(subject: str) -> str:
+    """The folder of ``subject``'s files: its spec with secrets masked, made file-name-safe."""
+    return safe_stem(redact(subject))
 
 
 class ResultsStore:
@@ -57,12 +63,12 @@ class ResultsStore:
         return self.root / "errors.jsonl"
 
     def card_path(self, subject: str, item_id: str) -> Path:
-        """The ScoreCard file of ``item_id`` under ``subject``."""
-        return self.scorecards_dir / slug(subject) / f"{slug(item_id)}.json"
+        """The ScoreCard file of ``item_id`` under ``subject`` (see :func:`subject_dir_name`)."""
+        return self.scorecards_dir / subject_dir_name(subject) / f"{safe_stem(item_id)}.json"
 
     def grounding_path(self, subject: str, item_id: str) -> Path:
         """The per-patch grounding similarities of ``item_id`` under ``subject``."""
-        return self.root / "grounding" / slug(subject) / f"{slug(item_id)}.npz"
+        return self.root / "grounding" / subject_dir_name(subject) / f"{safe_stem(item_id)}.npz"
 
     def read_card(self, path: str | os.PathLike[str]) -> ScoreCard:
         """The ScoreCard stored at ``path`` (any version :meth:`ScoreCard.from_dict` reads).
@@ -92,7 +98,7 @@ class ResultsStore:
         """
         path = self.card_path(card.subject, card.item_id)
         try:
-            return write_text_atomic(path, card.to_json(indent=2))
+            return write_text_atomic(path, redact(card.to_json(indent=2)))
         except OSError as e:
             raise PathGLSError(f"cannot write ScoreCard {path}: {e}") from e
 
@@ -133,6 +139,7 @@ class ResultsStore:
             "status": status,
             "errors": errors,
         }
+        record = redact_data(record)
         self.root.mkdir(parents=True, exist_ok=True)
         with self.errors_path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")

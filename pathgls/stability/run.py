@@ -55,10 +55,12 @@ def _generate(
     item_id: str,
     seed: int,
     cache: SubjectCache | None,
+    max_chars: int | None,
 ) -> str:
     def ask(imgs: list[np.ndarray], text: str, cond: str) -> str:
         return cached_generate(
             subject,
+            max_chars=max_chars,
             images=imgs,
             prompt=text,
             system=prompt.system or None,
@@ -90,8 +92,12 @@ def run_stability(
     cache: SubjectCache | None = None,
     stain_config: StainConfig | None = None,
     config: StabilityConfig | None = None,
+    max_report_chars: int | None = None,
 ) -> StabilityRun:
     """Generate R_orig, R_aug and R_attack with ``subject`` and compute S_s.
+
+    When the original report fails, the stain and attack conditions are not asked (their
+    errors say so): without R_orig there is nothing to compare them with.
 
     Args:
         subject: The model under test.
@@ -106,6 +112,7 @@ def run_stability(
         cache: Subject cache (None: always generate).
         stain_config: Macenko settings.
         config: Stability settings (Δ backend).
+        max_report_chars: Longest report accepted (longer: that generation fails).
 
     Raises:
         ConfigError: unknown attack, or the Δ backend's model is missing.
@@ -141,12 +148,18 @@ def run_stability(
     ]
     analyzed = run.analyzed
     for condition, images, prompt in conditions:
+        if condition != "original" and analyzed.get("original") is None:
+            # the card fails on the original anyway: asking for the others only costs
+            run.errors[condition] = "not asked: the original report failed"
+            analyzed[condition] = None
+            continue
         try:
             text = _generate(
                 subject,
                 view,
                 list(images),
                 prompt,
+                max_chars=max_report_chars,
                 condition=condition,
                 item_id=item_id,
                 seed=seed,

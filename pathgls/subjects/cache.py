@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from pathgls.io.atomic import write_text_atomic
-from pathgls.subjects.base import Subject, check_images
+from pathgls.io.redact import redact
+from pathgls.subjects.base import Subject, SubjectError, check_images
 
 
 def image_digest(images: Sequence[np.ndarray]) -> str:
@@ -100,11 +101,16 @@ def cached_generate(
     item_id: str = "",
     condition: str = "original",
     cache: SubjectCache | None = None,
+    max_chars: int | None = None,
 ) -> Generation:
     """``subject.generate`` through the cache (no cache: always generate).
 
+    Args:
+        max_chars: Longest answer accepted; a longer one fails (and is not cached).
+
     Raises:
-        SubjectError: the subject failed (nothing is cached then).
+        SubjectError: the subject failed, or answered more than ``max_chars`` characters
+            (nothing is cached then).
     """
     imgs = check_images(images)
     key = generation_key(
@@ -124,12 +130,19 @@ def cached_generate(
         imgs, prompt, seed=seed, system=system, item_id=item_id, condition=condition
     )
     seconds = time.perf_counter() - t0
+    if not isinstance(text, str):
+        raise SubjectError(f"{subject.name}: answered a {type(text).__name__}, not text")
+    if max_chars is not None and len(text) > max_chars:
+        raise SubjectError(
+            f"the answer has {len(text)} characters, more than the {max_chars} allowed "
+            "(subject.max_report_chars); refused, not cached"
+        )
     if cache is not None:
         cache.put(
             key,
             text,
             {
-                "subject": subject.name,
+                "subject": redact(subject.name),
                 "model_id": subject.model_id,
                 "revision": subject.revision,
                 "item_id": item_id,

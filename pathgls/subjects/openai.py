@@ -116,12 +116,14 @@ class OpenAISubject:
             timeout_s=config.timeout_s,
             max_retries=config.max_retries,
             backoff_s=config.backoff_s,
+            # JSON escapes take up to 6 bytes a character; the report cap is checked after
+            max_response_bytes=6 * config.max_report_chars + 65536,
         )
         self.model_id = self.client.model
         self.name = name or f"{_SCHEME}:{base_url}#{self.model_id}"
 
     def __repr__(self) -> str:
-        return f"OpenAISubject(url={self.client.url!r}, model={self.model_id!r})"
+        return f"OpenAISubject(url={self.client.shown_url!r}, model={self.model_id!r})"
 
     def generate(
         self,

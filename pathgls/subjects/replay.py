@@ -43,9 +43,12 @@ def _text_field(record: dict[str, Any], key: str, *, path: Path, line: int) -> s
     value = record.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    # an item id may be written as a number (a case number); a report never is
+    allowed = str | int if key == "item_id" else str
+    if isinstance(value, bool) or not isinstance(value, allowed):
         raise ReplayFileError(
-            f"{path}, line {line}: {key!r} must be a string, got {type(value).__name__}",
+            f"{path}, line {line}: {key!r} must be a string, got {type(value).__name__} "
+            f"{json.dumps(value)[:40]}",
             path=path,
             line=line,
         )
@@ -59,6 +62,10 @@ def _parse_line(raw: str, *, path: Path, line: int) -> tuple[str, str, str, str 
     except ValueError as e:
         raise ReplayFileError(
             f"{path}, line {line}: invalid JSON ({e})", path=path, line=line
+        ) from e
+    except RecursionError as e:
+        raise ReplayFileError(
+            f"{path}, line {line}: JSON nested too deeply to read", path=path, line=line
         ) from e
     if not isinstance(record, dict):
         raise ReplayFileError(
