@@ -225,3 +225,26 @@ def test_meta_names_a_score_column_without_numbers(tmp_path: Path) -> None:
     )
     with pytest.raises(MetaError, match=r"column 'grade' holds no number \(line 2: 'high'\)"):
         read_expert_table(path, score="grade")  # before: "only 0 usable pairs"
+
+
+def test_references_without_a_header_are_two_columns_id_then_text(tmp_path: Path) -> None:
+    from pathgls.errors import ConfigError
+    from pathgls.runner.items import read_references
+
+    path = tmp_path / "refs.tsv"
+    path.write_text("slide-1\tInvasive carcinoma.\\nGrade 2.\nslide-2\tBenign.\n", "utf-8")
+    assert read_references(path) == {
+        "slide-1": "Invasive carcinoma.\nGrade 2.",
+        "slide-2": "Benign.",
+    }
+    path.write_text("slide-1\tOne line only.\n", "utf-8")
+    assert read_references(path) == {"slide-1": "One line only."}
+    path.write_text("slide-1\tA.\nslide-1\tB.\n", "utf-8")
+    with pytest.raises(ConfigError, match="refs.tsv:2: item id 'slide-1' appears twice"):
+        read_references(path)
+    # with a header, as before; three unnamed columns are neither form
+    path.write_text("item_id\treference\nslide-1\tA.\n", "utf-8")
+    assert read_references(path) == {"slide-1": "A."}
+    path.write_text("a\tb\tc\nx\ty\tz\n", "utf-8")
+    with pytest.raises(ConfigError, match="exactly two columns without a header"):
+        read_references(path)

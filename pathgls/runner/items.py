@@ -81,7 +81,8 @@ def discover(
 
 
 def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Reference reports from a TSV with the columns ``item_id`` and ``reference``.
+    """Reference reports from a TSV with the columns ``item_id`` and ``reference``, or a
+    headerless TSV of exactly two columns (item id, reference).
 
     ``item_id`` is the slide's file stem (or ``slide``/``case_id`` as the column name).
     Escaped ``\\n`` in a reference become line breaks.
@@ -95,20 +96,38 @@ def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
         table = read_table(p, delimiter="\t", what="references")
     except TableError as e:
         raise ConfigError(str(e)) from e
+    id_col = next((c for c in ("item_id", "slide", "case_id") if c in table.columns), None)
+    if id_col is None and "reference" not in table.columns and len(table.columns) == 2:
+        # headerless: two columns, item id then reference; the first line is a row
+        c0, c1 = table.columns
+        pairs = [(1, c0, c1)] + [
+            (line, row.get(c0) or "", row.get(c1) or "")
+            for line, row in zip(table.lines, table.rows, strict=True)
+        ]
+        return _references(p, pairs, "item id")
     if not table.rows:
         raise ConfigError(f"{p}: no reference rows (need a header with item_id and reference)")
-    id_col = next((c for c in ("item_id", "slide", "case_id") if c in table.columns), None)
     if id_col is None or "reference" not in table.columns:
         raise ConfigError(
-            f"{p}: need the columns item_id (or slide, case_id) and reference; "
-            f"found {', '.join(k for k in table.columns if k)}"
+            f"{p}: need the columns item_id (or slide, case_id) and reference, or exactly two "
+            "columns without a header (id, reference); found "
+            f"{', '.join(k for k in table.columns if k)}"
         )
+    pairs = [
+        (line, row.get(id_col) or "", row.get("reference") or "")
+        for line, row in zip(table.lines, table.rows, strict=True)
+    ]
+    return _references(p, pairs, id_col)
+
+
+def _references(p: Path, pairs: list[tuple[int, str, str]], id_name: str) -> dict[str, str]:
+    """``{id: reference}`` from (line, id, reference) rows; refuses empty and repeated ids."""
     out: dict[str, str] = {}
-    for line, row in zip(table.lines, table.rows, strict=True):
-        key = (row.get(id_col) or "").strip()
+    for line, raw_key, text in pairs:
+        key = raw_key.strip()
         if not key:
-            raise ConfigError(f"{p}:{line}: empty {id_col}")
+            raise ConfigError(f"{p}:{line}: empty {id_name}")
         if key in out:
-            raise ConfigError(f"{p}:{line}: {id_col} {key!r} appears twice")
-        out[key] = (row.get("reference") or "").replace("\\n", "\n")
+            raise ConfigError(f"{p}:{line}: {id_name} {key!r} appears twice")
+        out[key] = text.replace("\\n", "\n")
     return out
