@@ -240,7 +240,7 @@ def test_references_without_a_header_are_two_columns_id_then_text(tmp_path: Path
     path.write_text("slide-1\tOne line only.\n", "utf-8")
     assert read_references(path) == {"slide-1": "One line only."}
     path.write_text("slide-1\tA.\nslide-1\tB.\n", "utf-8")
-    with pytest.raises(ConfigError, match="refs.tsv:2: item id 'slide-1' appears twice"):
+    with pytest.raises(ConfigError, match=r"refs\.tsv:2: item id 'slide-1' appears twice"):
         read_references(path)
     # with a header, as before; three unnamed columns are neither form
     path.write_text("item_id\treference\nslide-1\tA.\n", "utf-8")
@@ -248,3 +248,27 @@ def test_references_without_a_header_are_two_columns_id_then_text(tmp_path: Path
     path.write_text("a\tb\tc\nx\ty\tz\n", "utf-8")
     with pytest.raises(ConfigError, match="exactly two columns without a header"):
         read_references(path)
+
+
+def test_a_bag_attribute_holding_braces_is_named_not_a_format_error() -> None:
+    """Found by the fuzz tests: the message was built with str.format over the bad value."""
+    from pathgls.errors import BagError
+    from pathgls.features.bags import _typed
+
+    for kind in ("int", "float", "bool"):
+        with pytest.raises(BagError, match=r"bag attribute 'patch_size' must be .*, got '\{'"):
+            _typed("patch_size", "{", kind)
+
+
+def test_replay_lines_are_numbered_by_newlines_only(tmp_path: Path) -> None:
+    """Found by the fuzz tests: a record separator (\\x1e) inside a line moved every later line
+    number by one, because str.splitlines() splits on it."""
+    from pathgls.errors import ReplayFileError
+    from pathgls.subjects.replay import read_replay_file
+
+    path = tmp_path / "r.jsonl"
+    good = '{"item_id": "a", "condition": "original", "report": "Carcinoma, grade 2."}'
+    path.write_text(good + "\n" + "\x1e:" + "\n", encoding="utf-8")
+    with pytest.raises(ReplayFileError, match="line 2: invalid JSON") as info:
+        read_replay_file(path=path)
+    assert info.value.line == 2

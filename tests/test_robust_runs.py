@@ -32,21 +32,17 @@ REPORT = (
 )
 
 
-def _link(target: Path, *names: str) -> None:
+def _link(target: Path, roi: Path, *names: str) -> None:
     for name in names:
         path = target / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.symlink_to(ROI.resolve())
+        path.symlink_to(roi.resolve())
 
 
-ROI = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "data"
-    / "tiles"
-    / ("tissue-level0-7352-11762-7864-12274.png")
-)
+@pytest.fixture
+def roi(sample_rois: tuple[Path, ...]) -> Path:
+    """A real 512 px H&E ROI (cut from the sample slide; no shared data needed)."""
+    return sample_rois[0]
 
 
 # -- 1: unique, stable ids and file names ---------------------------------------------------------
@@ -75,9 +71,9 @@ def test_names_equal_but_for_case_are_refused_before_the_run(tmp_path: Path) -> 
         plan_items([tmp_path / "A.png", tmp_path / "a.png"], root=tmp_path)
 
 
-def test_benchmark_keeps_every_colliding_item(tmp_path: Path, tiles_dir: Path) -> None:
+def test_benchmark_keeps_every_colliding_item(tmp_path: Path, roi: Path) -> None:
     src = tmp_path / "src"
-    _link(src, "a b.png", "a-b.png", "a;b.png", "x/a.png", "y/a.png")
+    _link(src, roi, "a b.png", "a-b.png", "a;b.png", "x/a.png", "y/a.png")
     out = tmp_path / "run"
     config = load_config(run={"subjects": ("captioner",)})
     result = run_benchmark(source=src, config=config, out=out, plots=False)
@@ -89,11 +85,11 @@ def test_benchmark_keeps_every_colliding_item(tmp_path: Path, tiles_dir: Path) -
     assert again.skipped == 5 and again.counts["ok"] == 5
 
 
-def test_count_check_refuses_a_run_whose_cards_do_not_add_up(tmp_path: Path) -> None:
+def test_count_check_refuses_a_run_whose_cards_do_not_add_up(tmp_path: Path, roi: Path) -> None:
     from pathgls.runner import run as run_module
 
     src = tmp_path / "src"
-    _link(src, "one.png", "two.png")
+    _link(src, roi, "one.png", "two.png")
     config = load_config(run={"subjects": ("captioner",)})
     real = run_module.ResultsStore.write_card
 
@@ -116,9 +112,9 @@ def test_count_check_refuses_a_run_whose_cards_do_not_add_up(tmp_path: Path) -> 
 # -- 4: secrets ----------------------------------------------------------------------------------
 
 
-def test_no_secret_reaches_any_file_or_output(tmp_path: Path, tiles_dir: Path) -> None:
+def test_no_secret_reaches_any_file_or_output(tmp_path: Path, roi: Path) -> None:
     src = tmp_path / "src"
-    _link(src, "first.png", "second.png")
+    _link(src, roi, "first.png", "second.png")
     out = tmp_path / "run"
     with chat_server() as server:
         host = server.url.removeprefix("http://")
@@ -180,9 +176,11 @@ def test_chat_url_keeps_the_query_and_moves_userinfo_to_basic_auth() -> None:
 # -- 2: locks ------------------------------------------------------------------------------------
 
 
-def test_a_second_run_on_the_same_directory_is_refused_naming_the_holder(tmp_path: Path) -> None:
+def test_a_second_run_on_the_same_directory_is_refused_naming_the_holder(
+    tmp_path: Path, roi: Path
+) -> None:
     src = tmp_path / "src"
-    _link(src, "one.png")
+    _link(src, roi, "one.png")
     out = tmp_path / "run"
     out.mkdir()
     held = acquire(out / RUN_LOCK, what="run directory")
@@ -227,12 +225,12 @@ def test_a_killed_holders_lock_is_stale_and_taken_over(tmp_path: Path) -> None:
     ("error", "status"), [(RuntimeError("boom"), "failed"), (KeyboardInterrupt(), "interrupted")]
 )
 def test_manifest_ends_failed_or_interrupted_with_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException, status: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException, status: str, roi: Path
 ) -> None:
     from pathgls.runner import run as run_module
 
     src = tmp_path / "src"
-    _link(src, "one.png")
+    _link(src, roi, "one.png")
 
     def explode(**_: object) -> None:
         raise error
@@ -248,12 +246,12 @@ def test_manifest_ends_failed_or_interrupted_with_the_reason(
 
 
 def test_a_manifest_write_failure_never_hides_the_original_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roi: Path
 ) -> None:
     from pathgls.runner import run as run_module
 
     src = tmp_path / "src"
-    _link(src, "one.png")
+    _link(src, roi, "one.png")
     calls = []
     real = run_module.write_manifest
 
@@ -356,12 +354,12 @@ def test_two_slides_with_one_stem_get_two_bags_and_a_locked_bag_is_left_alone(
     assert partial.read_bytes() == b"someone else's half-written bag"
 
 
-def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, tiles_dir: Path) -> None:
+def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, roi: Path) -> None:
     import signal
     import time
 
     src = tmp_path / "src"
-    _link(src, *(f"roi{i}.png" for i in range(6)))
+    _link(src, roi, *(f"roi{i}.png" for i in range(6)))
     out = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     cmd = [sys.executable, "-m", "pathgls", "benchmark", str(src), "--out", str(out)]
@@ -384,11 +382,11 @@ def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, tiles
     assert manifest["counts"]["evaluated"] >= 1
 
 
-def test_the_count_check_reads_each_pair_at_its_own_path(tmp_path: Path) -> None:
+def test_the_count_check_reads_each_pair_at_its_own_path(tmp_path: Path, roi: Path) -> None:
     import shutil
 
     src = tmp_path / "src"
-    _link(src, "one.png", "two.png")
+    _link(src, roi, "one.png", "two.png")
     out = tmp_path / "run"
     config = load_config(run={"subjects": ("captioner",)})
     run_benchmark(source=src, config=config, out=out, plots=False)

@@ -144,28 +144,31 @@ def _typed(key: str, value: Any, kind: str) -> Any:
         BagError: naming the attribute and the value, when it is not of that type, not a finite
             number, or not positive where it must be.
     """
-    bad = f"bag attribute {key!r} must be {{}}, got {value!r}"
+
+    def bad(what: str) -> str:  # not str.format: the value may hold braces
+        return f"bag attribute {key!r} must be {what}, got {value!r}"
+
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise BagError(bad.format("an integer"))
+                raise BagError(bad("an integer"))
         value = int(value)
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-            raise BagError(bad.format("a number"))
+            raise BagError(bad("a number"))
         value = float(value)
         if not np.isfinite(value):
-            raise BagError(bad.format("a finite number"))
+            raise BagError(bad("a finite number"))
     elif kind == "str" and not isinstance(value, str):
-        raise BagError(bad.format("text"))
+        raise BagError(bad("text"))
     elif kind == "bool":
         if not isinstance(value, bool | np.bool_) and value not in (0, 1):
-            raise BagError(bad.format("true or false"))
+            raise BagError(bad("true or false"))
         value = bool(value)
     if key in _POSITIVE and value <= 0:
-        raise BagError(bad.format("> 0"))
+        raise BagError(bad("> 0"))
     return value
 
 

@@ -77,9 +77,9 @@ def split_userinfo(url: str) -> tuple[str, str | None]:
     parts = urllib.parse.urlsplit(url)
     if "@" not in parts.netloc:
         return url, None
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    user, password = urllib.parse.unquote(user), urllib.parse.unquote(password)
+    hostport = parts.netloc.rpartition("@")[2]
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
     if not user:
         raise ConfigError(
             f"LLM base URL {redact(url)!r} has credentials without a user name; write "

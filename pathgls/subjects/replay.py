@@ -117,7 +117,9 @@ def read_replay_file(*, path: str | Path) -> ReplayRecords:
     reports: dict[tuple[str, str], str] = {}
     first_line: dict[tuple[str, str], int] = {}
     models: set[str] = set()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # JSON Lines are separated by "\n" only: str.splitlines() also splits on \x1c-\x1e, \x85,
+    # \u2028 ... inside a line and would misnumber the lines after it
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         item_id, condition, report, model = _parse_line(raw, path=p, line=number)
