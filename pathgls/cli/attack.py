@@ -167,7 +167,8 @@ def _run(
         assert slide is not None
         v = slide_view(slide, bag=bag, config=cfg.view, mpp=cfg.run.mpp)
         item = slide.stem
-    embedder = build_embedder(cfg.models.embedder) if delta in ("embedding", "entity") else None
+    needs_embedder = delta in ("dx", "embedding", "entity")
+    embedder = build_embedder(cfg.models.embedder) if needs_embedder else None
     nli_scorer = None
     if delta == "nli":
         from pathgls.nli import build_nli
