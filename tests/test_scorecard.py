@@ -454,7 +454,7 @@ def test_stability_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:
     # a stability that could not run keeps its sparse JSON: no Δ, no invented keys
     partial = run_cards["partial"].evidence(StabilityEvidence)
     assert partial is not None and partial.delta_aug is None and partial.conditions == ()
-    assert "delta_aug" not in partial.to_dict() and partial.to_dict()["delta"] == "embedding"
+    assert "delta_aug" not in partial.to_dict() and partial.to_dict()["delta"] == "dx"
 
 
 def test_hare_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:

@@ -126,7 +126,7 @@ def test_a_diagnosis_flip_moves_dx_at_least_half_and_says_what_changed(
         (NODES_NEGATIVE, "metastasis: positive → negative"),
         (LVI_ABSENT, "lymphovascular invasion: positive → negative"),
         (MARGIN_INVOLVED, "margin: negative → positive"),
-        (ORIGINAL.replace("grade 3", "grade 1"), "grade: high → low"),
+        (ORIGINAL.replace("grade 3", "grade 1"), "grade of invasive ductal carcinoma: high → low"),
     ],
 )
 def test_a_negated_key_finding_moves_dx_half(delta, extractor, edited, change) -> None:

@@ -18,11 +18,14 @@ adenocarcinoma"); else generic neoplastic words ("carcinoma",
 "negative for malignancy" when the report denies a malignant diagnosis. Incidental processes
 ("fibrosis", "hemorrhage") next to a neoplasm are findings, not the diagnosis.
 
-Key findings are the findings that change staging or treatment: lymph-node / metastasis status,
-margins, lymphovascular and perineural invasion, named invasion (pleural, stromal, ...),
-extranodal extension, and grade. Each keeps the set of values the report states for it
-(``positive`` / ``negative``; ``low`` / ``intermediate`` / ``high`` for grade); hedged ones are
-left out, and a margin or node mention without a result says nothing.
+Key findings are the findings that change staging or treatment: lymph-node / metastasis status
+(a malignant diagnosis affirmed or denied of a lymph node, by the report graph's scopes, counts:
+"Lymph nodes: negative for malignancy"), margins, lymphovascular and perineural invasion, named
+invasion (pleural, stromal, ...), extranodal extension, and grade — per lesion when the scope
+says which lesion it is said of ("grade of invasive ductal carcinoma" is not the DCIS's nuclear
+grade). Each keeps the set of values the report states for it (``positive`` / ``negative``;
+``low`` / ``intermediate`` / ``high`` for grade); hedged ones are left out, and a margin or node
+mention without a result says nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from types import MappingProxyType
 
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.scope import GENERIC_LESIONS
-from pathgls.types import Entity
+from pathgls.types import Entity, Scope
 
 DIAGNOSIS = "pathological_diagnosis"
 #: Stands for a report whose only diagnostic statement is the denial of a malignancy.
@@ -142,16 +145,20 @@ def _principal(report: AnalyzedReport) -> list[Entity]:
     return []
 
 
-def _key_finding(e: Entity) -> tuple[str, str] | None:
+def _key_finding(e: Entity, scope: Scope) -> tuple[str, str] | None:
     """``(key, value)`` of an entity that states a key finding, else None."""
     if e.uncertain or not _stated(e):
         return None
     if e.type == "grade":
         g = e.attributes.get("grade")
-        return ("grade", g) if g and not e.negated else None
+        key = f"grade of {scope.lesion}" if scope.lesion else "grade"
+        return (key, g) if g and not e.negated else None
     group = e.attributes.get("group", "")
-    if e.type in ("lymph_node_involvement", "metastasis") or (
-        e.type == DIAGNOSIS and "metastasis" in e.attributes.get("depends_on", "")
+    in_node = scope.station is not None and e.attributes.get("behavior") == "malignant"
+    if (
+        e.type in ("lymph_node_involvement", "metastasis")
+        or (e.type == DIAGNOSIS and "metastasis" in e.attributes.get("depends_on", ""))
+        or (e.type == DIAGNOSIS and in_node)
     ):
         key = "metastasis"
     elif group == "invasion" and e.type == "morphology_finding":
@@ -185,8 +192,9 @@ def diagnosis_profile(report: AnalyzedReport) -> DiagnosisProfile:
     ):
         dx[NO_MALIGNANCY] = "benign_process"
     found: dict[str, set[str]] = {}
-    for e in report.entities:
-        kv = _key_finding(e)
+    scopes = report.scopes.entity_scopes
+    for e, scope in zip(report.entities, scopes, strict=True):
+        kv = _key_finding(e, scope)
         if kv is not None:
             found.setdefault(kv[0], set()).add(kv[1])
     return DiagnosisProfile(
