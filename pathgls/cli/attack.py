@@ -76,7 +76,9 @@ def stability(
     attack: Annotated[
         str | None, Opt(help="Adversarial prompt name (default false-malignant-history).")
     ] = None,
-    delta: Annotated[str | None, Opt(help="Δ backend: dx (default), embedding, nli or entity.")] = None,
+    delta: Annotated[
+        str | None, Opt(help="Δ backend: dx (default), embedding, nli or entity.")
+    ] = None,
     nli: Annotated[str | None, Opt(help="NLI model for --delta nli (hf:<dir>).")] = None,
     seed: Annotated[int | None, Opt(help="Generation and stain seed (default 0).")] = None,
     cache_dir: Annotated[
