@@ -69,7 +69,7 @@ def test_the_profile_is_what_the_report_diagnoses(extractor) -> None:
     # the nodal deposit is a key finding of the primary, not a second diagnosis
     assert p.diagnoses == (("invasive ductal carcinoma", "malignant"),)
     assert p.finding_values() == {
-        "grade": {"high"},
+        "grade of invasive ductal carcinoma": {"high"},
         "lymphovascular invasion": {"positive"},
         "margin": {"negative"},
         "metastasis": {"positive"},
@@ -82,6 +82,16 @@ def test_the_profile_is_what_the_report_diagnoses(extractor) -> None:
     only_denial = diagnosis_profile(_a("Negative for malignancy.", extractor))
     assert only_denial.diagnoses == ((NO_MALIGNANCY, "benign_process"),)
     assert diagnosis_profile(_a(NO_DIAGNOSIS, extractor)).diagnoses == ()
+    # a malignancy denied of the lymph nodes (the report graph's scope) is node status
+    nodes = diagnosis_profile(
+        _a("Invasive ductal carcinoma. Lymph nodes are negative for malignancy.", extractor)
+    )
+    assert nodes.finding_values() == {"metastasis": {"negative"}}
+    # a history is not a diagnosis of this specimen
+    history = _a(
+        "Clinical history: history of breast carcinoma. Diagnosis: fibroadenoma.", extractor
+    )
+    assert diagnosis_profile(history).concepts == ("fibroadenoma",)
 
 
 def test_rewording_does_not_move_dx(delta, extractor) -> None:

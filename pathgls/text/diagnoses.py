@@ -19,8 +19,8 @@ adenocarcinoma"); else generic neoplastic words ("carcinoma",
 ("fibrosis", "hemorrhage") next to a neoplasm are findings, not the diagnosis.
 
 Key findings are the findings that change staging or treatment: lymph-node / metastasis status
-(a malignant diagnosis affirmed or denied of a lymph node, by the report graph's scopes, counts:
-"Lymph nodes: negative for malignancy"), margins, lymphovascular and perineural invasion, named
+(a malignant diagnosis denied of a lymph node, by the report graph's scopes, counts: "lymph nodes
+are negative for malignancy"), margins, lymphovascular and perineural invasion, named
 invasion (pleural, stromal, ...), extranodal extension, and grade — per lesion when the scope
 says which lesion it is said of ("grade of invasive ductal carcinoma" is not the DCIS's nuclear
 grade). Each keeps the set of values the report states for it (``positive`` / ``negative``;
@@ -154,11 +154,16 @@ def _key_finding(e: Entity, scope: Scope) -> tuple[str, str] | None:
         key = f"grade of {scope.lesion}" if scope.lesion else "grade"
         return (key, g) if g and not e.negated else None
     group = e.attributes.get("group", "")
-    in_node = scope.station is not None and e.attributes.get("behavior") == "malignant"
+    # "Lymph nodes: negative for malignancy" denies a metastasis; an affirmed generic diagnosis
+    # of a node counts only through its metastasis attribute (a missed negation must not turn
+    # a negative node into a positive one)
+    node_denial = (
+        e.negated and scope.station is not None and e.attributes.get("behavior") == "malignant"
+    )
     if (
         e.type in ("lymph_node_involvement", "metastasis")
         or (e.type == DIAGNOSIS and "metastasis" in e.attributes.get("depends_on", ""))
-        or (e.type == DIAGNOSIS and in_node)
+        or (e.type == DIAGNOSIS and node_denial)
     ):
         key = "metastasis"
     elif group == "invasion" and e.type == "morphology_finding":
