@@ -35,7 +35,7 @@ kind of lesion" and "is it as malignant", and "a key finding that flips is half 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,14 +62,25 @@ class ConceptSimilarity:
         embedder: TextEmbedder,
         *,
         unrelated_cosine: float = UNRELATED_DIAGNOSIS_COSINE,
+        vocabulary: Sequence[str] = (),
         max_cache: int = 50_000,
     ) -> None:
+        """
+        Args:
+            embedder: Sentence embedder of the names.
+            unrelated_cosine: c₀, the cosine that maps to similarity 0.
+            vocabulary: Names embedded in one batch with the first request (the lexicon's
+                diagnosis concepts: one model call instead of one per new pair).
+            max_cache: Names kept at most (the cache is emptied beyond).
+        """
         self.embedder = embedder
         self.unrelated_cosine = unrelated_cosine
         self.max_cache = max_cache
+        self._pending = list(vocabulary)
         self._vectors: dict[str, np.ndarray] = {}
 
     def _embed(self, names: list[str]) -> None:
+        names, self._pending = [*names, *self._pending], []
         new = [n for n in dict.fromkeys(names) if n not in self._vectors]
         if not new:
             return
