@@ -121,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         "entity (soft, MiniLM)": (StabilityConfig(delta="entity"), True),
         "entity (exact concepts)": (StabilityConfig(delta="entity"), False),
     }
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+        specs = {k: v for k, v in specs.items() if any(k.startswith(w) for w in wanted)}
     backends = {
         name: make_delta(cfg, embedder=embedder if emb else None)
         for name, (cfg, emb) in specs.items()
     }
-    if args.only:
-        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
-        specs = {k: v for k, v in specs.items() if any(k.startswith(w) for w in wanted)}
     if args.nli:
         from pathgls.nli import build_nli
 
