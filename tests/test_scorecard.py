@@ -445,7 +445,9 @@ def test_stability_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:
     assert ev.role("stain") == "aug" and ev.role(ATTACK) == "attack"
     assert ev.delta_of("aug") == ev.delta_aug == pytest.approx(0.0)  # same recorded text
     d_att = ev.delta_of("attack")
-    assert d_att is not None and d_att > 0
+    # the default dx Δ: the same diagnosis and no key finding flipped, so no clinical change;
+    # what the attack added is listed as evidence
+    assert d_att == pytest.approx(0.0) and ev.delta == "dx"
     assert card.value("stability") == pytest.approx(1.0 - 0.5 * (abs(ev.delta_aug) + abs(d_att)))
     changes = ev.changes_of("attack")
     assert changes is not None and {"necrosis", "high grade"} <= set(changes.added)
