@@ -403,14 +403,34 @@ class LogicEvidence(ModuleEvidence):
 
 @dataclass(frozen=True, kw_only=True)
 class FindingChanges(Record):
-    """How the findings and diagnoses of a report changed against the original."""
+    """How the findings and diagnoses of a report changed against the original.
+
+    The diagnosis fields come from the comparison the ``dx`` Δ scores (principal diagnoses,
+    their most severe behaviour, key findings with their values).
+    """
+
+    # written only when recorded (cards of earlier versions have none of them)
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {
+            "diagnoses_added",
+            "diagnoses_removed",
+            "behaviour_before",
+            "behaviour_after",
+            "key_findings_changed",
+        }
+    )
 
     added: tuple[str, ...] = ()  # findings new under the condition
     removed: tuple[str, ...] = ()  # findings gone
     negation_flipped: tuple[str, ...] = ()  # affirmed ↔ negated
     diagnosis_changed: bool | None = None  # None: not recorded
-    diagnoses_before: tuple[str, ...] = ()
-    diagnoses_after: tuple[str, ...] = ()
+    diagnoses_before: tuple[str, ...] = ()  # principal diagnoses of the original
+    diagnoses_after: tuple[str, ...] = ()  # ... of the report under the condition
+    diagnoses_added: tuple[str, ...] = ()  # principal diagnoses new under the condition
+    diagnoses_removed: tuple[str, ...] = ()  # principal diagnoses gone
+    behaviour_before: str | None = None  # most severe behaviour (malignant, in_situ, ...)
+    behaviour_after: str | None = None
+    key_findings_changed: tuple[str, ...] = ()  # "metastasis: positive → negative"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -450,7 +450,9 @@ def test_stability_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:
     assert ev.role("stain") == "aug" and ev.role(ATTACK) == "attack"
     assert ev.delta_of("aug") == ev.delta_aug == pytest.approx(0.0)  # same recorded text
     d_att = ev.delta_of("attack")
-    assert d_att is not None and d_att > 0
+    # the default dx Δ: the same diagnosis and no key finding flipped, so no clinical change;
+    # what the attack added is listed as evidence
+    assert d_att == pytest.approx(0.0) and ev.delta == "dx"
     assert card.value("stability") == pytest.approx(1.0 - 0.5 * (abs(ev.delta_aug) + abs(d_att)))
     changes = ev.changes_of("attack")
     assert changes is not None and {"necrosis", "high grade"} <= set(changes.added)
@@ -459,7 +461,7 @@ def test_stability_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:
     # a stability that could not run keeps its sparse JSON: no Δ, no invented keys
     partial = run_cards["partial"].evidence(StabilityEvidence)
     assert partial is not None and partial.delta_aug is None and partial.conditions == ()
-    assert "delta_aug" not in partial.to_dict() and partial.to_dict()["delta"] == "embedding"
+    assert "delta_aug" not in partial.to_dict() and partial.to_dict()["delta"] == "dx"
 
 
 def test_hare_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:

@@ -33,12 +33,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pathgls.errors import ConfigError
-from pathgls.stability.delta import diagnosis_text
 from pathgls.text.analyze import AnalyzedReport, analyze_report
 from pathgls.text.base import EntityExtractor
+from pathgls.text.diagnoses import behaviours, diagnoses, diagnosis_text
 from pathgls.text.embedders import TextEmbedder
 
 NO_DIAGNOSIS = "no diagnosis"
+__all__ = [
+    "NO_DIAGNOSIS",
+    "DxAlignConfig",
+    "DxAlignResult",
+    "behaviours",
+    "candidate_dx_text",
+    "diagnoses",
+    "dxalign_scores",
+]
 
 
 @dataclass(frozen=True)
@@ -63,24 +72,6 @@ class DxAlignResult:
     candidate_dx: str  # what was embedded for the candidate
     shared_behaviour: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
-
-
-def diagnoses(report: AnalyzedReport) -> list[str]:
-    """Affirmed diagnosis concepts of a report, in order, deduplicated."""
-    out: dict[str, None] = {}
-    for e in report.entities:
-        if e.type == "pathological_diagnosis" and not e.negated:
-            out.setdefault((e.concept or " ".join(e.text.lower().split())), None)
-    return list(out)
-
-
-def behaviours(report: AnalyzedReport) -> set[str]:
-    """Behaviours (malignant, benign, in situ, ...) of the report's affirmed diagnoses."""
-    return {
-        e.attributes["behavior"]
-        for e in report.entities
-        if e.type == "pathological_diagnosis" and not e.negated and e.attributes.get("behavior")
-    }
 
 
 def candidate_dx_text(report: AnalyzedReport) -> str:

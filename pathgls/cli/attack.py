@@ -76,7 +76,9 @@ def stability(
     attack: Annotated[
         str | None, Opt(help="Adversarial prompt name (default false-malignant-history).")
     ] = None,
-    delta: Annotated[str | None, Opt(help="Δ backend: embedding (default), nli or entity.")] = None,
+    delta: Annotated[
+        str | None, Opt(help="Δ backend: dx (default), embedding, nli or entity.")
+    ] = None,
     nli: Annotated[str | None, Opt(help="NLI model for --delta nli (hf:<dir>).")] = None,
     seed: Annotated[int | None, Opt(help="Generation and stain seed (default 0).")] = None,
     cache_dir: Annotated[
@@ -173,7 +175,8 @@ def _run(
         assert slide is not None
         v = slide_view(slide, bag=bag, config=cfg.view, mpp=cfg.run.mpp)
         item = slide.stem
-    embedder = build_embedder(cfg.models.embedder) if delta in ("embedding", "entity") else None
+    needs_embedder = delta in ("dx", "embedding", "entity")
+    embedder = build_embedder(cfg.models.embedder) if needs_embedder else None
     nli_scorer = None
     if delta == "nli":
         from pathgls.nli import build_nli

@@ -151,25 +151,41 @@ class LogicConfig:
 #: Median MiniLM cosine between reference reports of different cases (see
 #: :mod:`pathgls.stability.delta`).
 UNRELATED_COSINE = 0.36
+#: Median MiniLM cosine between the names of two different diagnosis concepts of the shipped
+#: lexicon (276 concepts: p10 0.12, p90 0.44), see :mod:`pathgls.stability.dx`.
+UNRELATED_DIAGNOSIS_COSINE = 0.28
 #: The Δ backends of the Stability score.
-DELTAS = ("embedding", "nli", "entity")
+DELTAS = ("dx", "embedding", "nli", "entity")
 
 
 @dataclass(frozen=True)
 class StabilityConfig:
     """How the Stability score's Δ is measured (see :mod:`pathgls.stability.delta`)."""
 
-    # embedding (default), nli or entity.
-    delta: str = "embedding"
+    # dx (default: diagnoses, behaviour and key findings), embedding, nli or entity.
+    delta: str = "dx"
     # Compare diagnosis sections when both reports have one (embedding/nli backends).
     diagnosis_section: bool = True
     # Median cosine of unrelated reports for the embedding calibration.
     unrelated_cosine: float = UNRELATED_COSINE
     # Entity Δ: a match needs at least this embedding cosine (soft matching).
     entity_match_threshold: float = 0.5
+    # dx Δ: weight of the behaviour change against the diagnosis-type change.
+    dx_behaviour_weight: float = 0.5
+    # dx Δ: each key finding stated with opposite values moves Δ this share of the way to 1.
+    dx_finding_weight: float = 0.5
+    # dx Δ: median cosine of two different diagnosis names (a concept match scale's zero).
+    dx_unrelated_cosine: float = UNRELATED_DIAGNOSIS_COSINE
 
     def __post_init__(self) -> None:
         require(self.delta in DELTAS, f"delta must be one of {DELTAS}, got {self.delta!r}")
+        for name in ("dx_behaviour_weight", "dx_finding_weight"):
+            value = getattr(self, name)
+            require(0 <= value <= 1, f"{name} must be in [0, 1], got {value}")
+        require(
+            0 <= self.dx_unrelated_cosine < 1,
+            f"dx_unrelated_cosine must be in [0, 1), got {self.dx_unrelated_cosine}",
+        )
         require(
             0 <= self.unrelated_cosine < 1,
             f"unrelated_cosine must be in [0, 1), got {self.unrelated_cosine}",

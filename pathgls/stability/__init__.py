@@ -1,6 +1,7 @@
 """Stability, S_s: does a subject's report hold under a stain shift and a false prompt?
 
-- :mod:`.delta` — Δ backends (embedding, entity, NLI) between two reports and S_s itself;
+- :mod:`.delta` — Δ backends (dx, embedding, entity, NLI) between two reports and S_s itself;
+- :mod:`.dx` — the dx Δ: what two reports diagnose, compared both ways, and what changed;
 - :mod:`.run` — asking a subject under the three conditions and scoring its stability.
 
 May import: core, :mod:`pathgls.config`, :mod:`pathgls.text`, :mod:`pathgls.nli`,
@@ -19,13 +20,18 @@ from pathgls.stability.delta import (
     nli_delta,
     stability_score,
 )
+from pathgls.stability.dx import DxChanges, DxDelta, dx_changes, dx_delta
 from pathgls.stability.run import StabilityRun, run_stability
 
 __all__ = [
+    "DxChanges",
+    "DxDelta",
     "StabilityConfig",
     "StabilityRun",
     "comparison_texts",
     "diagnosis_text",
+    "dx_changes",
+    "dx_delta",
     "embedding_delta",
     "entity_delta",
     "finding_changes",

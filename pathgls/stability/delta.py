@@ -8,7 +8,15 @@ R_attack under an adversarial prompt,
 Δ backends (:data:`DELTA_BACKENDS`, a registry of pure functions with the model injected;
 :data:`DELTAS` are their names):
 
-``embedding`` (default)
+``dx`` (default)
+    what the reports diagnose, not how they say it: principal diagnoses (soft concept match,
+    behaviour must agree), the severity of their behaviour and key findings with their values
+    (nodes, margins, LVI/PNI, invasion, grade), compared both ways (:mod:`pathgls.stability.dx`);
+    falls back to the ``embedding`` Δ when a report has no diagnosis, saying so in the scope.
+    On the 130 non-zero HARE expert dev pairs, Spearman ρ with the experts 0.72 (bootstrap 95 %
+    CI 0.64–0.80, 3 pairs fell back) against 0.45 (0.31–0.58, 105 fell back to whole reports)
+    for the embedding Δ (``benchmarks/bench_delta_validity.py``).
+``embedding``
     1 − cosine of MiniLM sentence embeddings, on the *diagnosis sections* when both reports
     have one (pathologists judge agreement on the diagnosis first), else on the whole reports;
     mapped to [0, 1] by ``Δ = clip((1 − cos) / (1 − c_unrelated), 0, 1)`` with
@@ -25,7 +33,10 @@ R_attack under an adversarial prompt,
 
 A missing report (the subject failed under a condition) leaves S_s missing with the reason;
 nothing is filled in. Evidence lists, per condition, the findings added, removed and
-negation-flipped, and whether the diagnosis changed.
+negation-flipped, and — from the same comparison as the ``dx`` Δ (:func:`pathgls.stability.dx.
+dx_changes`) — the principal diagnoses before and after, those added and removed, the behaviour
+before and after, the key findings whose values flipped, and whether the diagnosis changed
+(a diagnosis added or removed, or its behaviour changed), whatever the Δ backend.
 """
 
 from __future__ import annotations
@@ -40,8 +51,12 @@ from pathgls.config import UNRELATED_COSINE, StabilityConfig
 from pathgls.errors import ConfigError
 from pathgls.evidence import FindingChanges, StabilityEvidence
 from pathgls.registry import Registry
+from pathgls.stability.dx import ConceptSimilarity, dx_changes, dx_delta
 from pathgls.text.analyze import AnalyzedReport
+from pathgls.text.diagnoses import diagnosis_profile
+from pathgls.text.diagnoses import diagnosis_text as diagnosis_text
 from pathgls.text.embedders import TextEmbedder
+from pathgls.text.lexicon import load_lexicon
 from pathgls.types import Entity, ModuleScore
 
 #: Entity types that count as findings for the entity Δ and the evidence.
@@ -83,16 +98,6 @@ def comparison_texts(
         if da and db:
             return da, db, "diagnosis"
     return a.text.strip(), b.text.strip(), "report"
-
-
-def diagnosis_text(report: AnalyzedReport) -> str:
-    """The text of the report's diagnosis sections ("" when it has none)."""
-    parts = [
-        report.text[s.start : s.end].strip()
-        for s in report.parsed.sections
-        if s.kind == "diagnosis"
-    ]
-    return "\n".join(p for p in parts if p)
 
 
 def embedding_delta(
@@ -172,22 +177,26 @@ def entity_delta(
 
 
 def finding_changes(orig: AnalyzedReport, other: AnalyzedReport) -> dict[str, Any]:
-    """Findings added, removed and negation-flipped, and whether the diagnosis changed."""
+    """Findings added, removed and negation-flipped, and the diagnosis change of the dx Δ.
+
+    ``diagnosis_changed`` and the diagnosis keys come from :func:`~pathgls.stability.dx.
+    dx_changes` on the two reports' diagnosis profiles — the comparison the ``dx`` Δ scores.
+    """
     fo, fx = findings(orig), findings(other)
-    diag_o = {
-        _key(e) for e in orig.entities if e.type == "pathological_diagnosis" and not e.negated
-    }
-    diag_x = {
-        _key(e) for e in other.entities if e.type == "pathological_diagnosis" and not e.negated
-    }
+    dx = dx_changes(diagnosis_profile(orig), diagnosis_profile(other))
     return {
         # negated findings are shown as such ("no necrosis"): an added negation is not a finding
         "added": sorted(("no " if fx[k] else "") + k for k in fx if k not in fo),
         "removed": sorted(("no " if fo[k] else "") + k for k in fo if k not in fx),
         "negation_flipped": sorted(k for k in fo if k in fx and fo[k] != fx[k]),
-        "diagnosis_changed": diag_o != diag_x,
-        "diagnoses_before": sorted(diag_o),
-        "diagnoses_after": sorted(diag_x),
+        "diagnosis_changed": dx.diagnosis_changed,
+        "diagnoses_before": list(dx.diagnoses_before),
+        "diagnoses_after": list(dx.diagnoses_after),
+        "diagnoses_added": list(dx.added),
+        "diagnoses_removed": list(dx.removed),
+        "behaviour_before": dx.behaviour_before,
+        "behaviour_after": dx.behaviour_after,
+        "key_findings_changed": list(dx.findings_changed),
     }
 
 
@@ -216,6 +225,34 @@ def _embedding(
         return d, scope
 
     return emb
+
+
+@DELTA_BACKENDS.register(
+    "dx", description="diagnoses, behaviour and key findings of the report graph, both ways"
+)
+def _dx(
+    argument: str,
+    config: StabilityConfig,
+    *,
+    embedder: TextEmbedder | None = None,
+    nli: EntailmentScorer | None = None,
+) -> DeltaFn:
+    if embedder is None:
+        raise ConfigError(
+            "the dx Δ needs a text embedder (pathgls.text.embedders) to match diagnosis names "
+            "and for its fallback when a report has no diagnosis"
+        )
+    vocabulary = [t.concept for t in load_lexicon().terms if t.type == "pathological_diagnosis"]
+    similarity = ConceptSimilarity(
+        embedder, unrelated_cosine=config.dx_unrelated_cosine, vocabulary=vocabulary
+    )
+    fallback = _embedding(argument, config, embedder=embedder)
+
+    def dx(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:
+        r = dx_delta(a, b, similarity=similarity, fallback=fallback, config=config)
+        return r.delta, r.scope
+
+    return dx
 
 
 @DELTA_BACKENDS.register(
@@ -277,7 +314,7 @@ def stability_score(
     augmented: AnalyzedReport | None,
     attacked: AnalyzedReport | None,
     delta: DeltaFn,
-    delta_name: str = "embedding",
+    delta_name: str = "dx",
     conditions: tuple[str, str] = ("stain", "attack"),
 ) -> ModuleScore:
     """S_s of three analysed reports with an injected Δ (see :func:`make_delta`).

@@ -7,7 +7,9 @@ medspaCy TargetMatcher over the project's pathology lexicon + ConText), ``hf-ner
 loading any model.
 
 The scoped report graph (:mod:`.scope`: which part, organ, side, node station each statement
-is about) and the graph-consistency checks (:mod:`.consistency`) live here too.
+is about) and the graph-consistency checks (:mod:`.consistency`) live here too, and what a
+report diagnoses (:mod:`.diagnoses`: principal diagnoses, behaviour, key findings), shared by
+DxAlign and the Stability dx Δ.
 
 May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`, :mod:`pathgls.hub`,
 :mod:`pathgls.llm`.
