@@ -99,7 +99,9 @@ def check_page(
     html: Path, *, screenshot: Path, chromium: str, width: int = 1280, timeout: float = 90
 ) -> PageCheck:
     """Load ``html`` in headless Chromium, check its images, screenshot the whole page."""
-    with tempfile.TemporaryDirectory(prefix="pathgls-chromium-") as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="pathgls-chromium-", ignore_cleanup_errors=True
+    ) as profile:
         proc = subprocess.Popen(
             [
                 chromium,
