@@ -14,8 +14,10 @@ patches spread over it), as patches per second:
   one thread (what a user writes in five lines);
 * decode ceilings: OpenSlide reading of tile-aligned native 512 px regions at level 0 (no
   resize) and pathgls's scaled JPEG decode alone (1 and 2 threads);
-* pathgls I/O + preprocessing: ``stream_patches`` → ``encode_highres`` with a tiny random CLIP
-  (the encoder costs almost nothing, as on a GPU), 9 HighRes windows per patch;
+* pathgls I/O + preprocessing: ``pathgls.features.extract.encode_patches`` (the loop ``pathgls
+  extract`` runs: reader threads filling a ring of batch arrays, windows cut and normalised
+  into a reused buffer) with a "null" encoder (the tiny CLIP's preprocessing, a mean over
+  pixels as the model), 9 HighRes windows per patch;
 * full-size ViT-B/32 (PLIP architecture, random weights: speed only) with one 224 px view per
   patch (window = patch, resized by the encoder's batched preprocessing) and with the default
   9 windows, each against the encoder's forward-only speed on the same patches in memory.
@@ -65,6 +67,40 @@ def build(workdir: Path) -> Path:
     return out
 
 
+def process_loader(slide: Path, coords: np.ndarray, plan, batch_size: int, workers: int):
+    """Batches of patches read in ``workers`` processes (torch DataLoader, each worker opens
+    the slide itself), yielded as uint8 tensors in order."""
+    import torch.utils.data as tud
+
+    from pathgls.tiling import open_slide
+    from pathgls.tiling.stream import read_patch
+
+    class Batches(tud.Dataset):
+        def __init__(self) -> None:
+            self.reader = None  # opened in each worker process
+
+        def __len__(self) -> int:
+            return -(-len(coords) // batch_size)
+
+        def __getitem__(self, i: int):
+            import torch
+
+            if self.reader is None:
+                self.reader = open_slide(slide)
+            chunk = coords[i * batch_size : (i + 1) * batch_size]
+            out = np.empty((len(chunk), plan.patch_size, plan.patch_size, 3), dtype=np.uint8)
+            for j, (x, y) in enumerate(chunk):
+                view = out[j]
+                patch = read_patch(self.reader, (int(x), int(y)), plan, out=view)
+                if patch is not view:
+                    view[...] = patch
+            return torch.from_numpy(out)
+
+    return tud.DataLoader(
+        Batches(), batch_size=None, num_workers=workers, prefetch_factor=2, persistent_workers=True
+    )
+
+
 def timed(fn, n: int, repeats: int) -> float:
     """Best patches/s of ``repeats`` calls of ``fn`` (which handles ``n`` patches)."""
     best = float("inf")
@@ -91,6 +127,7 @@ def main() -> None:
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder, encode_highres
     from pathgls.encoders.base import ClipEncoder
+    from pathgls.features.extract import encode_patches
     from pathgls.testing import save_random_hf_clip
     from pathgls.tiling import make_grid, open_slide, stream_patches
     from pathgls.tiling.resolution import plan_read
@@ -126,15 +163,32 @@ def main() -> None:
             reader.read_region_scaled((int(x), int(y)), 0, (1024, 1024), 2)
 
     def stream(workers: int) -> None:
-        for _ in stream_patches(reader, coords, plan, batch_size=args.batch_size, workers=workers):
+        for _ in stream_patches(
+            reader, coords, plan, batch_size=args.batch_size, workers=workers, reuse_buffers=True
+        ):
             pass
+
+    # readers in worker processes (torch DataLoader, started once and warmed: a slide's
+    # extraction pays the start-up once), batches sent through shared memory
+    loader = process_loader(slide, coords, plan, args.batch_size, 2)
+    for _ in loader:
+        pass
+
+    def in_processes(workers: int, encoder=None) -> None:
+        assert workers == loader.num_workers
+        for images in loader:
+            if encoder is not None:
+                encode_highres(encoder, images, window_size=224, window_stride=224)
 
     rows: dict[str, float] = {}
     rows["plain loop (read 1024 → RGB → Lanczos 512), 1 thread"] = timed(plain, n, args.repeats)
     rows["ceiling: native aligned 512 px reads, 1 thread"] = timed(native, n, args.repeats)
     rows["ceiling: scaled JPEG decode, 1 thread"] = timed(scaled, n, args.repeats)
-    rows["ceiling: stream_patches (scaled decode), 2 workers"] = timed(
+    rows["ceiling: stream_patches (scaled decode), 2 reader threads"] = timed(
         lambda: stream(2), n, args.repeats
+    )
+    rows["ceiling: scaled decode in 2 reader processes"] = timed(
+        lambda: in_processes(2), n, args.repeats
     )
 
     tiny = build_encoder(
@@ -144,8 +198,15 @@ def main() -> None:
     )
 
     def pathgls(encoder, window: int, workers: int, how=plan) -> None:
-        for b in stream_patches(reader, coords, how, batch_size=args.batch_size, workers=workers):
-            encode_highres(encoder, b.images, window_size=window, window_stride=window)
+        # the extraction hot path itself (what `pathgls extract` runs for each slide)
+        cfg = load_config(
+            encoder={"name": "bench", "window_size": window, "window_stride": window},
+            stream={"batch_size": args.batch_size, "workers": workers},
+        )
+        for _ in encode_patches(
+            reader=reader, coords=coords, plan=how, encoder=encoder, config=cfg
+        ):
+            pass
 
     # I/O + preprocessing only: the tiny encoder's own preprocessing, a mean over pixels as the
     # "model" (a 2-layer 32-wide ViT still costs ~32 MACs per input value on CPU)
@@ -170,6 +231,9 @@ def main() -> None:
     rows["pathgls, null encoder, 9 windows, 2 reader workers, torch 1 thread"] = timed(
         lambda: pathgls(null, 224, 2), n, args.repeats
     )
+    rows["null encoder, 9 windows, 2 reader processes, torch 1 thread"] = timed(
+        lambda: in_processes(2, null), n, args.repeats
+    )
     torch.set_num_threads(threads)
     lanczos = plan_read(reader, load_config(tiling={"resample": "lanczos"}).tiling)
     rows["pathgls before (OpenSlide + Lanczos), tiny encoder, 2 workers"] = timed(
@@ -181,7 +245,7 @@ def main() -> None:
         )
 
     base = rows["plain loop (read 1024 → RGB → Lanczos 512), 1 thread"]
-    ceiling = rows["ceiling: stream_patches (scaled decode), 2 workers"]
+    ceiling = max(v for k, v in rows.items() if k.startswith("ceiling: s") and "2 reader" in k)
     tiny2 = max(v for k, v in rows.items() if k.startswith("pathgls, null encoder"))
     vit: dict[str, tuple[float, float]] = {}
     if not args.skip_vit:
@@ -223,7 +287,8 @@ def main() -> None:
         f"{'MET' if tiny2 / base >= 3 else 'NOT MET'}"
     )
     print(
-        f"  null encoder vs scaled-decode ceiling (2 workers): {tiny2 / ceiling:.0%} (≥ 80%) "
+        f"  null encoder vs scaled-decode ceiling (best of 2 threads / 2 processes): "
+        f"{tiny2 / ceiling:.0%} (≥ 80%) "
         f"{'MET' if tiny2 / ceiling >= 0.8 else 'NOT MET'}"
     )
     for label, (fwd, e2e) in vit.items():

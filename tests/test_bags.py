@@ -158,3 +158,16 @@ def test_writer_refuses_out_of_order_batches(tmp_path: Path) -> None:
 def test_meta_identity() -> None:
     assert _meta().mismatches(_meta(slide_name="other")) == []  # the name is not identity
     assert _meta().mismatches(_meta(level0_mpp=0.26)) == ["level0_mpp: 0.25 != 0.26"]
+
+
+def test_resampling_is_part_of_a_bags_identity() -> None:
+    # an area-filtered bag is never resumed or reused as a Lanczos one; a bag written before
+    # the filter was recorded (all Lanczos, or no resize) still matches those two
+    area, lanczos = _meta(resample="area"), _meta(resample="lanczos")
+    assert area.mismatches(lanczos) == ["resample: 'area' != 'lanczos'"]
+    legacy = _meta()
+    assert legacy.resample == ""
+    assert lanczos.mismatches(legacy) == [] and _meta(resample="none").mismatches(legacy) == []
+    assert area.mismatches(legacy) == ["resample: 'area' != ''"]
+    back = BagMeta.from_attrs(_meta(resample="area", scaled_decode=True).to_attrs())
+    assert back.resample == "area" and back.scaled_decode is True

@@ -18,6 +18,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from pathgls.config import EncoderConfig
 from pathgls.encoders import (
     Encoder,
+    WindowBuffers,
     build_encoder,
     encode_highres,
     list_encoders,
@@ -452,6 +453,52 @@ def test_encode_highres_windows_and_mean(hf_encoder: Encoder) -> None:
     np.testing.assert_allclose(one_call, window_features, atol=1e-5, rtol=1e-4)
     empty, empty_mean = encode_highres(hf_encoder, patches[:0], window_size=224, window_stride=224)
     assert empty.shape == (0, 9, 16) and empty_mean.shape == (0, 16)
+
+
+def test_model_sized_windows_take_the_fused_path_with_reused_buffers(
+    hf_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # windows of the model's input size are cut, made channels-first and normalised straight
+    # into one reused float buffer: same features as encoding each window as an image, for
+    # overlapping strides, rectangular patches and batches of different sizes in a row
+    import pathgls.encoders.highres as highres
+
+    rng = np.random.default_rng(11)
+    patches = np.stack([_smooth_image(rng, 300, 512) for _ in range(3)])
+    size = hf_encoder.image_size
+
+    def per_window(images: np.ndarray, stride: int) -> np.ndarray:
+        cols = []
+        for x, y in window_coords(images.shape[1:3], size, stride):
+            crop = np.ascontiguousarray(images[:, y : y + size, x : x + size])
+            cols.append(hf_encoder.encode_images(crop).numpy())
+        return np.stack(cols, axis=1)
+
+    want = {stride: per_window(patches, stride) for stride in (size, size // 2)}
+
+    def no_cut(*args, **kwargs):
+        raise AssertionError("model-sized windows must not be cut as uint8 copies")
+
+    monkeypatch.setattr(highres, "cut_windows", no_cut)
+    buffers = WindowBuffers()
+    for stride, rows in ((size, [3, 1, 2]), (size // 2, [2, 3])):
+        start = 0
+        for n in rows:
+            got, mean = encode_highres(
+                hf_encoder,
+                patches[start : start + n],
+                window_size=size,
+                window_stride=stride,
+                max_batch=64,
+                buffers=buffers,
+            )
+            np.testing.assert_allclose(got, want[stride][start : start + n], atol=1e-5, rtol=1e-4)
+            np.testing.assert_allclose(mean, got.mean(axis=1), atol=1e-7)
+            start = (start + n) % 3
+    staged = buffers.tensors["windows"]
+    assert staged.dtype == torch.float32 and staged.shape[0] >= 2  # one buffer, reused
+    with pytest.raises(EncoderError, match="pixels must be float"):
+        hf_encoder.encode_pixels(torch.zeros((1, size, size, 3), dtype=torch.uint8))
 
 
 # --- CLI -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from pathgls.cli import app
@@ -116,6 +117,84 @@ def _run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+def _reference_windows(enc, slide: Path, cfg, coords: np.ndarray) -> np.ndarray:
+    """Each patch read on its own, each window encoded as an image: no ring, no fused path."""
+    from pathgls.encoders import window_coords
+    from pathgls.tiling.stream import read_patch
+
+    reader = open_slide(slide)
+    plan = make_grid(reader, cfg.tiling).plan
+    out = []
+    for x, y in coords:
+        patch = read_patch(reader, (int(x), int(y)), plan)
+        wins = [
+            patch[wy : wy + 224, wx : wx + 224]
+            for wx, wy in window_coords(plan.patch_size, 224, 224)
+        ]
+        out.append(enc.encode_images(np.stack(wins)).numpy())
+    reader.close()
+    return np.stack(out)
+
+
+def _spy_stream(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    import pathgls.features.extract as extract_module
+
+    calls: list[dict] = []
+    real = extract_module.stream_patches
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(extract_module, "stream_patches", spy)
+    return calls
+
+
+def test_extraction_with_reused_buffers_matches_patch_by_patch_encoding(
+    tmp_path: Path, tiny_clip: Path, cmu_slide: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the hot path (ring of read buffers, fused window normalisation) stores what reading and
+    # encoding each window on its own gives, batch after batch
+    cfg = _cfg(tiny_clip, workers=2, prefetch=1)
+    enc = build_encoder(cfg.encoder)
+    calls = _spy_stream(monkeypatch)
+    r = extract_slide(slide=cmu_slide, out_dir=tmp_path, encoder=enc, config=cfg)
+    assert r.status == "done", r.error
+    assert calls and calls[0]["reuse_buffers"] is True and calls[0]["pin_memory"] is False
+    bag = read_bag(r.bag_path)
+    want = _reference_windows(enc, cmu_slide, cfg, bag.coords)
+    assert len(bag.coords) > 3 * cfg.stream.batch_size  # several trips round the ring
+    np.testing.assert_allclose(bag.window_features.astype(np.float32), want, atol=2e-3)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_extraction_reads_into_pinned_memory_and_equals_cpu(
+    tmp_path: Path, tiny_clip: Path, cmu_slide: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bags = {}
+    calls = _spy_stream(monkeypatch)
+    for device in ("cpu", "cuda"):
+        cfg = load_config(
+            encoder={"name": f"hf:{tiny_clip}", "device": device, "precision": "fp32"},
+            stream={"batch_size": 4, "workers": 2},
+        )
+        r = extract_slide(
+            slide=cmu_slide,
+            out_dir=tmp_path / device,
+            encoder=build_encoder(cfg.encoder),
+            config=cfg,
+        )
+        assert r.status == "done", r.error
+        bags[device] = read_bag(r.bag_path)
+    assert [c["pin_memory"] for c in calls] == [False, True]
+    assert np.array_equal(bags["cpu"].coords, bags["cuda"].coords)
+    np.testing.assert_allclose(
+        bags["cuda"].window_features.astype(np.float32),
+        bags["cpu"].window_features.astype(np.float32),
+        atol=2e-3,
+    )
+
+
 def test_killed_extraction_resumes_to_an_identical_bag(
     tmp_path: Path, tiny_clip: Path, cmu_slide: Path
 ) -> None:

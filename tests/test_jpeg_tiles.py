@@ -11,6 +11,7 @@ import torch
 
 from pathgls.config import TilingConfig
 from pathgls.encoders.highres import cut_windows, window_coords
+from pathgls.errors import SlideReadError
 from pathgls.tiling import open_slide, stream_patches
 from pathgls.tiling.jpeg_tiles import JpegTiles
 from pathgls.tiling.readers import OpenSlideReader
@@ -76,6 +77,61 @@ def test_scaled_decode_matches_on_ycbcr_tiles_and_is_white_outside(cmu_40x_no_20
         assert edge[:250, :250].mean() < 250  # tissue inside
         d = _difference(reader, (1888, 1888), 1024, 2)
         assert d.mean() <= MEAN_BOUND
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("fixture", ["cmu_slide", "cmu_40x_no_20x"])
+def test_simplejpeg_and_pillow_decoders_give_the_same_pixels(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    # RGB-coded tiles with shared tables (real Aperio) and YCbCr tiles: libjpeg-turbo through
+    # simplejpeg (with the Adobe RGB marker) and through Pillow's draft decode the same pixels,
+    # and both agree with OpenSlide at full scale
+    path = request.getfixturevalue(fixture)
+    reader = OpenSlideReader(path)
+    try:
+
+        def reference(xy, size):
+            return reader.read_region(xy, 0, size)
+
+        made = {
+            name: JpegTiles.probe(
+                path,
+                level_dimensions=reader.dimensions,
+                vendor="aperio",
+                reference=reference,
+                decoder=name,
+            )
+            for name in ("simplejpeg", "pillow")
+        }
+        assert all(t is not None for t in made.values())
+        assert made["simplejpeg"].decoder == "simplejpeg" and made["pillow"].decoder == "pillow"
+        for xy, size in [((0, 0), 960), ((480, 720), 960), ((1000, 520), 512)]:
+            for k in (1, 2, 4, 8):
+                fast = made["simplejpeg"].read(xy, (size, size), k)
+                slow = made["pillow"].read(xy, (size, size), k)
+                assert fast is not None and np.array_equal(fast, slow), (xy, k)
+                if k == 1:
+                    d = np.abs(fast.astype(np.int16) - reference(xy, (size, size)))
+                    assert d.mean() < 0.5, xy
+        for t in made.values():
+            t.close()
+    finally:
+        reader.close()
+
+
+def test_scaled_reads_into_a_given_buffer(cmu_40x_no_20x: Path) -> None:
+    # a dirty buffer is fully overwritten, white outside the level included
+    reader = OpenSlideReader(cmu_40x_no_20x)
+    try:
+        for xy in [(512, 256), (1888, 1888), (4000, 4000)]:
+            want = reader.read_region_scaled(xy, 0, (1024, 1024), 2)
+            buf = np.full((512, 512, 3), 7, dtype=np.uint8)
+            got = reader.read_region_scaled(xy, 0, (1024, 1024), 2, out=buf)
+            assert got is buf and np.array_equal(buf, want), xy
+        with pytest.raises(SlideReadError, match="out must be uint8"):
+            reader.read_region_scaled((0, 0), 0, (1024, 1024), 2, out=np.zeros((4, 4, 3)))
     finally:
         reader.close()
 
@@ -209,3 +265,28 @@ def test_torch_threads_are_set_for_a_cpu_encoder_and_restored() -> None:
         assert torch.get_num_threads() == before
     with pytest.raises(ConfigError, match="torch_threads"):
         StreamConfig(torch_threads=-1)
+
+
+def test_a_bag_records_its_resampling_and_is_not_reused_with_another(
+    tmp_path: Path, tiny_clip: Path, cmu_40x_no_20x: Path
+) -> None:
+    from pathgls.config import load_config
+    from pathgls.encoders import build_encoder
+    from pathgls.features.bags import validate_bag
+    from pathgls.features.extract import extract_slide
+
+    def run(**tiling):
+        cfg = load_config(
+            encoder={"name": f"hf:{tiny_clip}"}, tiling=tiling, stream={"batch_size": 8}
+        )
+        return extract_slide(
+            slide=cmu_40x_no_20x, out_dir=tmp_path, encoder=build_encoder(cfg.encoder), config=cfg
+        )
+
+    first = run()
+    assert first.status == "done", first.error
+    meta = validate_bag(first.bag_path)
+    assert (meta.resample, meta.scaled_decode) == ("area", True)
+    assert run().status == "skipped"
+    other = run(resample="lanczos")
+    assert other.status == "failed" and "resample: 'lanczos' != 'area'" in other.error

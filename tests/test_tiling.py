@@ -270,6 +270,28 @@ def test_stream_is_ordered_batched_and_parallel(cmu_slide: Path) -> None:
     assert np.array_equal(tail[0].images, seq[2].images)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stream_reuses_a_fixed_ring_of_buffers(cmu_slide: Path, workers: int) -> None:
+    # with reuse_buffers every batch lands in one of workers × prefetch + 1 arrays, and each
+    # batch, used before the next is asked for, equals a freshly allocated one
+    r = open_slide(cmu_slide)
+    g = make_grid(r, CFG)
+    fresh = [b.images.copy() for b in stream_patches(r, g.coords, g.plan, batch_size=2)]
+    owners: list[np.ndarray] = []
+    n = 0
+    for i, b in enumerate(
+        stream_patches(
+            r, g.coords, g.plan, batch_size=2, workers=workers, prefetch=2, reuse_buffers=True
+        )
+    ):
+        assert np.array_equal(b.images, fresh[i]), i
+        if not any(np.shares_memory(b.images, o) for o in owners):
+            owners.append(b.images)
+        n += 1
+    assert n == len(fresh) > 5
+    assert len(owners) == (1 if workers == 0 else 5)
+
+
 def test_stream_propagates_read_errors(slides_dir: Path) -> None:
     import openslide
 

@@ -14,7 +14,12 @@ from pathgls.encoders import hf_clip as _hf_clip  # noqa: F401  (registers "plip
 from pathgls.encoders import openclip as _openclip  # noqa: F401  (registers "quiltnet")
 from pathgls.encoders.base import ClipEncoder, Encoder, TorchPreprocess
 from pathgls.encoders.factory import build_encoder
-from pathgls.encoders.highres import encode_highres, window_coords, window_offsets
+from pathgls.encoders.highres import (
+    WindowBuffers,
+    encode_highres,
+    window_coords,
+    window_offsets,
+)
 from pathgls.encoders.registry import (
     ENCODERS,
     EncoderSpec,
@@ -29,6 +34,7 @@ __all__ = [
     "Encoder",
     "EncoderSpec",
     "TorchPreprocess",
+    "WindowBuffers",
     "build_encoder",
     "encode_highres",
     "list_encoders",

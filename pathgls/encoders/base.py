@@ -131,18 +131,28 @@ class TorchPreprocess:
         top, left = (h - s) // 2, (w - s) // 2
         return x[..., top : top + s, left : left + s]
 
+    def is_model_sized(self, height: int, width: int) -> bool:
+        """True when an image of this size needs no resize or crop, only normalisation."""
+        return (height, width) == (self.size, self.size) and (
+            self.resize_to or self.size
+        ) == self.size
+
+    def scale_shift(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(scale, shift)`` of shape ``(1, 3, 1, 1)``: ``(x / 255 - mean) / std`` is
+        ``x · scale + shift``, one multiply-add per element (computed in float64, then cast)."""
+        std = torch.tensor(self.std, dtype=torch.float64).view(1, 3, 1, 1)
+        scale = (1.0 / (255.0 * std)).float().to(device)
+        shift = (-torch.tensor(self.mean, dtype=torch.float64).view(1, 3, 1, 1) / std).float()
+        return scale, shift.to(device)
+
     def __call__(
         self, images: np.ndarray | torch.Tensor, *, device: torch.device, dtype: torch.dtype
     ) -> torch.Tensor:
         """Turn a uint8 ``(B, H, W, 3)`` batch into normalised ``(B, 3, size, size)`` pixels."""
         x8 = as_uint8_batch(images).to(device, non_blocking=True).permute(0, 3, 1, 2)
-        # (x / 255 - mean) / std as one multiply-add per element
-        std = torch.tensor(self.std, dtype=torch.float64).view(1, 3, 1, 1)
-        scale = (1.0 / (255.0 * std)).float().to(device)
-        shift = (-torch.tensor(self.mean, dtype=torch.float64).view(1, 3, 1, 1) / std).float()
-        shift = shift.to(device)
+        scale, shift = self.scale_shift(device)
         h, w = int(x8.shape[-2]), int(x8.shape[-1])
-        if (h, w) == (self.size, self.size) and (self.resize_to or self.size) == self.size:
+        if self.is_model_sized(h, w):
             # model-sized input (HighRes windows): one channels-first copy, then in place
             x = torch.empty(x8.shape, dtype=torch.float32, device=device)
             x.copy_(x8)
@@ -230,6 +240,19 @@ class ClipEncoder:
             pixels = self.preprocess(batch, device=device, dtype=self.dtype)
             feats = self.image_features(pixels)
             return _normalise(feats)
+
+    def encode_pixels(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Embed already preprocessed pixels ``(B, 3, S, S)`` (normalised, on ``device``, any
+        float dtype); returns ``(B, dim)`` float32 CPU, unit norm. For callers that prepare
+        model-sized input themselves (HighRes windows cut and normalised in place)."""
+        if pixels.ndim != 4 or pixels.shape[1] != 3 or not pixels.is_floating_point():
+            raise EncoderError(
+                f"pixels must be float (B, 3, S, S), got {pixels.dtype} {tuple(pixels.shape)}"
+            )
+        if pixels.shape[0] == 0:
+            return torch.zeros((0, self.dim), dtype=torch.float32)
+        with torch.inference_mode():
+            return _normalise(self.image_features(pixels.to(self.dtype)))
 
     def encode_text(self, texts: Sequence[str]) -> torch.Tensor:
         """Embed strings; returns ``(M, dim)`` float32 CPU, unit norm."""

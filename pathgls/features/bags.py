@@ -62,6 +62,10 @@ class BagMeta:
     n_windows: int = 0
     dim: int = 0
     config_json: str = ""
+    # the filter patches were resized with (ReadPlan.resampling); "" in bags written before it
+    # was recorded, which used Lanczos for every resize
+    resample: str = ""
+    scaled_decode: bool = False  # JPEG tiles were decoded at reduced scale where possible
     extras: dict[str, Any] = field(default_factory=dict, compare=False)
 
     #: Fields that must agree for an existing or partial bag to be reused.
@@ -81,6 +85,7 @@ class BagMeta:
         "overlap",
         "n_windows",
         "dim",
+        "resample",
     )
 
     def mismatches(self, other: BagMeta) -> list[str]:
@@ -88,6 +93,8 @@ class BagMeta:
         out = []
         for name in self.IDENTITY:
             a, b = getattr(self, name), getattr(other, name)
+            if name == "resample" and "" in (a, b) and {a, b} <= {"", "none", "lanczos"}:
+                continue  # a bag from before resampling was recorded: Lanczos or no resize
             if isinstance(a, float) and isinstance(b, float):
                 if not np.isclose(a, b, rtol=1e-9, atol=0):
                     out.append(f"{name}: {a!r} != {b!r}")

@@ -20,15 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from pathgls import __version__
 from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
-from pathgls.encoders import Encoder, encode_highres, window_offsets
+from pathgls.encoders import Encoder, WindowBuffers, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
 from pathgls.io.lock import locked
 from pathgls.io.names import safe_stem, unique_ids
 from pathgls.registry import parse_spec
-from pathgls.tiling import make_grid, open_slide, slide_sha256, stream_patches
+from pathgls.tiling import PatchBatch, make_grid, open_slide, slide_sha256, stream_patches
+from pathgls.tiling.readers import SlideReader
+from pathgls.tiling.resolution import ReadPlan
 
 log = logging.getLogger("pathgls.features.extract")
 
@@ -161,6 +165,8 @@ def _extract(
             encoder_revision=encoder.revision or "",
             random_weights=encoder.random_weights,
             n_windows=len(offsets) ** 2,
+            resample=plan.resampling,
+            scaled_decode=plan.scaled_decode and plan.resampling == "area",
             dim=encoder.dim,
             config_json=json.dumps(
                 {k: v for k, v in config_to_dict(config).items() if k in SLIDE_SECTIONS},
@@ -207,7 +213,7 @@ def _write_bag(
     result: ExtractResult,
 ) -> None:
     """Skip a complete bag or write (resume) it; the caller holds the bag's lock."""
-    ec, sc, plan = config.encoder, config.stream, grid.plan
+    sc, plan = config.stream, grid.plan
     if path.exists() and not config.bag.overwrite:
         _check_existing(path, meta)
         result.status = "skipped"
@@ -225,21 +231,14 @@ def _write_bag(
         done0 = writer.n_done
         if progress:
             progress(done0, writer.n_total)
-        for batch in stream_patches(
-            reader,
-            grid.coords,
-            plan,
-            batch_size=sc.batch_size,
-            workers=sc.workers,
-            prefetch=sc.prefetch,
+        for batch, win, feats in encode_patches(
+            reader=reader,
+            coords=grid.coords,
+            plan=plan,
+            encoder=encoder,
+            config=config,
             start=done0,
         ):
-            win, feats = encode_highres(
-                encoder,
-                batch.images,
-                window_size=ec.window_size,
-                window_stride=ec.window_stride,
-            )
             writer.append(
                 start=batch.start, coords=batch.coords, window_features=win, features=feats
             )
@@ -248,6 +247,46 @@ def _write_bag(
         result.n_encoded = writer.n_done - done0
         writer.finalize()
     result.status = "done"
+
+
+def encode_patches(
+    *,
+    reader: SlideReader,
+    coords: np.ndarray,
+    plan: ReadPlan,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    start: int = 0,
+) -> Iterator[tuple[PatchBatch, np.ndarray, np.ndarray]]:
+    """Read and encode patches in order: yields ``(batch, window_features, features)``.
+
+    The extraction hot path (``pathgls extract`` and ``benchmarks/bench_extract_io.py``):
+    reader threads fill a ring of batch arrays (page-locked for a CUDA encoder, so the copy to
+    the device overlaps with reading), and HighRes windows are cut and normalised into one
+    staging buffer kept across batches. Each batch is encoded before the next is read into its
+    array, so a caller must not keep ``batch.images`` past the next step.
+    """
+    ec, sc = config.encoder, config.stream
+    buffers = WindowBuffers()
+    for batch in stream_patches(
+        reader,
+        coords,
+        plan,
+        batch_size=sc.batch_size,
+        workers=sc.workers,
+        prefetch=sc.prefetch,
+        start=start,
+        reuse_buffers=True,
+        pin_memory=str(encoder.device).startswith("cuda"),
+    ):
+        win, feats = encode_highres(
+            encoder,
+            batch.images,
+            window_size=ec.window_size,
+            window_stride=ec.window_stride,
+            buffers=buffers,
+        )
+        yield batch, win, feats
 
 
 def _check_existing(path: Path, meta: BagMeta) -> None:

@@ -136,13 +136,20 @@ class OpenSlideReader:
         return rgba_to_rgb(np.asarray(region))
 
     def read_region_scaled(
-        self, xy_level0: tuple[int, int], level: int, size: tuple[int, int], factor: int
+        self,
+        xy_level0: tuple[int, int],
+        level: int,
+        size: tuple[int, int],
+        factor: int,
+        *,
+        out: np.ndarray | None = None,
     ) -> np.ndarray | None:
         """``read_region`` reduced ``factor``× by decoding JPEG tiles at reduced scale.
 
         Returns None where that is not possible (not a JPEG-tiled TIFF level, a request not
         aligned to ``factor``); the caller then reads and resizes. See
         :mod:`pathgls.tiling.jpeg_tiles` for the numerical difference to read + area filter.
+        ``out`` (uint8, the reduced shape) receives the pixels when given.
         """
         tiles = self._scaled_level(level)
         if tiles is None:
@@ -152,7 +159,7 @@ class OpenSlideReader:
         if x != int(x) or y != int(y):
             return None
         try:
-            return tiles.read((int(x), int(y)), size, factor)
+            return tiles.read((int(x), int(y)), size, factor, out=out)
         except (OSError, ValueError) as e:
             raise SlideReadError(
                 f"{self.path}: decoding JPEG tiles failed at {xy_level0}, level {level}: {e}",

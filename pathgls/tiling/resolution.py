@@ -36,6 +36,14 @@ class ReadPlan:
         return self.read_size != self.patch_size
 
     @property
+    def resampling(self) -> str:
+        """The filter patches actually get: ``none`` (read at the patch size), ``area`` (a
+        whole-factor reduction with ``resample = "area"``) or ``lanczos``."""
+        if not self.needs_resize:
+            return "none"
+        return "area" if self.reduction is not None and self.resample == "area" else "lanczos"
+
+    @property
     def level0_magnification(self) -> float:
         """Objective-equivalent magnification of level 0 (10 / mpp)."""
         return MPP_AT_1X / self.level0_mpp

@@ -1,8 +1,13 @@
 """Batched patch streaming with reader threads: bounded memory, deterministic order.
 
-OpenSlide's C decoder and Pillow's resize release the GIL, so threads read patches in
-parallel while the consumer (the encoder) computes. At most ``workers × prefetch`` batches are
-in flight, whatever the slide size.
+OpenSlide's C decoder, libjpeg-turbo (simplejpeg) and Pillow's resize release the GIL, so
+threads read patches in parallel while the consumer (the encoder) computes. At most
+``workers × prefetch`` batches are in flight, whatever the slide size.
+
+With ``reuse_buffers`` the batches are written into a fixed ring of ``workers × prefetch + 1``
+arrays (pinned host memory with ``pin_memory``, for asynchronous copies to a CUDA device): a
+batch's array is handed to the next read as soon as the consumer asks for the next batch, so
+the consumer must be done with a batch — or have copied it — before it advances.
 """
 
 from __future__ import annotations
@@ -29,19 +34,26 @@ class PatchBatch:
     images: np.ndarray  # (B, patch_size, patch_size, 3) uint8 RGB
 
 
-def read_patch(reader: SlideReader, xy_level0: tuple[int, int], plan: ReadPlan) -> np.ndarray:
+def read_patch(
+    reader: SlideReader,
+    xy_level0: tuple[int, int],
+    plan: ReadPlan,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """One patch at the target resolution: read at ``plan.level`` and resized when needed.
 
     A whole-factor reduction with ``plan.resample == "area"`` averages factor × factor blocks;
     on JPEG-tiled TIFF levels the tiles are decoded at that scale directly
-    (``plan.scaled_decode``), which skips decoding and resizing the discarded pixels.
+    (``plan.scaled_decode``), which skips decoding and resizing the discarded pixels — straight
+    into ``out`` when it is given (then ``out`` is returned; other paths return a new array).
     """
     size = (plan.read_size, plan.read_size)
     k = plan.reduction
     area = k is not None and plan.resample == "area"
     if area and plan.scaled_decode and k in SCALES:
         scaled = getattr(reader, "read_region_scaled", None)
-        patch = scaled(xy_level0, plan.level, size, k) if scaled else None
+        patch = scaled(xy_level0, plan.level, size, k, out=out) if scaled else None
         if patch is not None:
             return patch
     region = reader.read_region(xy_level0, plan.level, size)
@@ -67,11 +79,40 @@ def area_reduce(rgb: np.ndarray, factor: int) -> np.ndarray:
     return ((total + n // 2) // n).astype(np.uint8)
 
 
-def _read_batch(reader: SlideReader, coords: np.ndarray, plan: ReadPlan, start: int) -> PatchBatch:
-    out = np.empty((len(coords), plan.patch_size, plan.patch_size, 3), dtype=np.uint8)
+def _read_batch(
+    reader: SlideReader, coords: np.ndarray, plan: ReadPlan, start: int, out: np.ndarray | None
+) -> PatchBatch:
+    shape = (len(coords), plan.patch_size, plan.patch_size, 3)
+    images = np.empty(shape, dtype=np.uint8) if out is None else out[: len(coords)]
     for i, (x, y) in enumerate(coords):
-        out[i] = read_patch(reader, (int(x), int(y)), plan)
-    return PatchBatch(start=start, coords=coords, images=out)
+        view = images[i]
+        patch = read_patch(reader, (int(x), int(y)), plan, out=view)
+        if patch is not view:  # a path that made its own array
+            view[...] = patch
+    return PatchBatch(start=start, coords=coords, images=images)
+
+
+class _Ring:
+    """A fixed set of batch arrays handed out and returned in turn (no allocation per batch)."""
+
+    def __init__(self, count: int, shape: tuple[int, ...], *, pin_memory: bool) -> None:
+        self._free = [_host_array(shape, pin_memory=pin_memory) for _ in range(count)]
+
+    def take(self) -> np.ndarray:
+        return self._free.pop()  # sized so that it is never empty (see stream_patches)
+
+    def give(self, array: np.ndarray | None) -> None:
+        if array is not None:
+            self._free.append(array)
+
+
+def _host_array(shape: tuple[int, ...], *, pin_memory: bool) -> np.ndarray:
+    if not pin_memory:
+        return np.empty(shape, dtype=np.uint8)
+    import torch
+
+    # page-locked: a CUDA copy from it can run asynchronously (non_blocking=True)
+    return torch.empty(shape, dtype=torch.uint8, pin_memory=True).numpy()
 
 
 def stream_patches(
@@ -83,6 +124,8 @@ def stream_patches(
     workers: int = 2,
     prefetch: int = 2,
     start: int = 0,
+    reuse_buffers: bool = False,
+    pin_memory: bool = False,
 ) -> Iterator[PatchBatch]:
     """Yield :class:`PatchBatch` es in coordinate order, read by ``workers`` threads.
 
@@ -94,35 +137,53 @@ def stream_patches(
         workers: reader threads; 0 reads in the calling thread.
         prefetch: batches read ahead per worker.
         start: index of the first patch to read (resuming); batches keep absolute indices.
+        reuse_buffers: write batches into a fixed ring of arrays; a batch's ``images`` may be
+            overwritten as soon as the consumer asks for the next batch, so use (or copy) each
+            batch before advancing. Without it every batch is a new array.
+        pin_memory: allocate the ring in page-locked memory (needs CUDA; implies
+            ``reuse_buffers``), so copies to the GPU can overlap with reading.
 
     Raises:
         SlideReadError: a patch could not be read (raised in the consumer, in order).
     """
     coords = np.asarray(coords, dtype=np.int64).reshape(-1, 2)
     starts = range(start, len(coords), batch_size)
+    window = max(1, workers * prefetch)
+    ring = None
+    if reuse_buffers or pin_memory:
+        shape = (batch_size, plan.patch_size, plan.patch_size, 3)
+        # in flight: `window` reads, plus the batch the consumer holds
+        ring = _Ring(1 if workers <= 0 else window + 1, shape, pin_memory=pin_memory)
     if workers <= 0:
         for s in starts:
-            yield _read_batch(reader, coords[s : s + batch_size], plan, s)
+            buf = ring.take() if ring else None
+            yield _read_batch(reader, coords[s : s + batch_size], plan, s, buf)
+            if ring:
+                ring.give(buf)
         return
-    window = max(1, workers * prefetch)
-    pending: collections.deque[Future[PatchBatch]] = collections.deque()
+    pending: collections.deque[tuple[Future[PatchBatch], np.ndarray | None]] = collections.deque()
     it = iter(starts)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pathgls-read") as pool:
+
+        def submit(s: int) -> None:
+            buf = ring.take() if ring else None
+            future = pool.submit(_read_batch, reader, coords[s : s + batch_size], plan, s, buf)
+            pending.append((future, buf))
+
         try:
             for s in it:
-                pending.append(
-                    pool.submit(_read_batch, reader, coords[s : s + batch_size], plan, s)
-                )
+                submit(s)
                 if len(pending) >= window:
                     break
             while pending:
-                batch = pending.popleft().result()
+                future, buf = pending.popleft()
+                batch = future.result()
                 nxt = next(it, None)
                 if nxt is not None:
-                    pending.append(
-                        pool.submit(_read_batch, reader, coords[nxt : nxt + batch_size], plan, nxt)
-                    )
+                    submit(nxt)
                 yield batch
+                if ring:
+                    ring.give(buf)
         finally:
-            for f in pending:
+            for f, _ in pending:
                 f.cancel()
