@@ -8,10 +8,11 @@ the patch feature is their mean.
 
 With a :class:`~pathgls.encoders.base.ClipEncoder` whose input size is the window size (the
 default), windows never exist as uint8 copies: the patch batch goes to the encoder's device
-once, and each window position is one strided copy of every patch's window straight into a
-channels-first float buffer, normalised in place (one multiply-add) — no per-window Python,
-no resize. A :class:`WindowBuffers` passed along keeps that buffer from one batch to the next
-(allocating ~5 MB per patch afresh costs more than the copy itself, in page faults).
+once and is made channels-first there (as bytes); each window position is then one copy of
+every patch's window into a channels-first float buffer, normalised in place (one
+multiply-add) — no per-window Python, no resize. A :class:`WindowBuffers` passed along keeps
+those buffers from one batch to the next (allocating ~5 MB per patch afresh costs more than
+the copy itself, in page faults).
 """
 
 from __future__ import annotations
@@ -191,11 +192,13 @@ def _encode_model_sized(
     if len(xs) * len(ys) != len(coords):
         raise ConfigError("window coordinates must form a full grid")
     device = torch.device(encoder.device)
-    # uint8 patches cross to the device once (from pinned memory, asynchronously, on CUDA)
-    src = batch.to(device, non_blocking=True).permute(0, 3, 1, 2)  # (B, 3, H, W) view
+    n, height, width = int(batch.shape[0]), int(batch.shape[1]), int(batch.shape[2])
+    # uint8 patches cross to the device once (from pinned memory, asynchronously, on CUDA) and
+    # are made channels-first there, still as bytes: the window copies below then read rows
+    planar = buffers.get("patches", (n, 3, height, width), torch.uint8, device)
+    planar.copy_(batch.to(device, non_blocking=True).permute(0, 3, 1, 2))
     scale, shift = encoder.preprocess.scale_shift(device)
-    scale, shift = scale.view(1, 1, 1, 3, 1, 1), shift.view(1, 1, 1, 3, 1, 1)
-    n, per = int(batch.shape[0]), len(coords)
+    per = len(coords)
     step = max(1, max_batch // per)  # patches per encoder call
     for p0 in range(0, n, step):
         p1 = min(n, p0 + step)
@@ -203,7 +206,8 @@ def _encode_model_sized(
         stage = buffers.get("windows", shape, torch.float32, device)
         for iy, y in enumerate(ys):
             for ix, x in enumerate(xs):
-                stage[:, iy, ix].copy_(src[p0:p1, :, y : y + size, x : x + size])
-        stage.mul_(scale).add_(shift)
+                window = stage[:, iy, ix]
+                window.copy_(planar[p0:p1, :, y : y + size, x : x + size])
+                window.mul_(scale).add_(shift)  # (x / 255 - mean) / std while it is in cache
         pixels = stage.view((p1 - p0) * per, 3, size, size)
         out[p0 * per : p1 * per] = encoder.encode_pixels(pixels).numpy()
