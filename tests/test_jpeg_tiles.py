@@ -136,6 +136,31 @@ def test_scaled_reads_into_a_given_buffer(cmu_40x_no_20x: Path) -> None:
         reader.close()
 
 
+def test_a_stream_simplejpeg_refuses_falls_back_to_pillow(
+    cmu_slide: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pathgls.tiling.jpeg_tiles as jt
+
+    class Refusing:
+        @staticmethod
+        def decode_jpeg(*args, **kwargs):
+            raise ValueError("Unsupported JPEG process")
+
+    monkeypatch.setattr(jt, "simplejpeg", Refusing)
+    reader = OpenSlideReader(cmu_slide)
+    try:
+        tiles = JpegTiles.probe(
+            cmu_slide,
+            level_dimensions=reader.dimensions,
+            vendor="aperio",
+            reference=lambda xy, size: reader.read_region(xy, 0, size),
+        )
+        assert tiles is not None and tiles.decoder == "pillow"
+        tiles.close()
+    finally:
+        reader.close()
+
+
 def test_unaligned_requests_and_other_codecs_fall_back(shared_data: Path, cmu_slide: Path) -> None:
     reader = OpenSlideReader(cmu_slide)
     try:

@@ -142,16 +142,18 @@ class JpegTiles:
             return None
         if level is None:
             return None
-        tiles = cls(path, level, decoder=decoder)
-        try:
-            agreement = tiles._agreement(reference)
-        except Exception as e:
-            log.debug("%s: scaled JPEG decoding failed its probe (%s)", path, e)
-            agreement = None
-        if agreement is None or agreement > PROBE_TOLERANCE:
+        # simplejpeg first; Pillow where libjpeg-turbo's simple API refuses the stream
+        for name in [decoder] if decoder else dict.fromkeys([default_decoder(), "pillow"]):
+            tiles = cls(path, level, decoder=name)
+            try:
+                agreement = tiles._agreement(reference)
+            except Exception as e:
+                log.debug("%s: scaled JPEG decoding (%s) failed its probe (%s)", path, name, e)
+                agreement = None
+            if agreement is not None and agreement <= PROBE_TOLERANCE:
+                return tiles
             tiles.close()
-            return None
-        return tiles
+        return None
 
     def read(
         self,
