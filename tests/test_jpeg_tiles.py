@@ -161,6 +161,36 @@ def test_a_stream_simplejpeg_refuses_falls_back_to_pillow(
         reader.close()
 
 
+def test_patches_read_without_resize_decode_tiles_to_openslides_exact_pixels(
+    cmu_slide: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the real CMU region is 20×: patches are read at level 0 without resize; pathgls decodes
+    # the 240 px RGB-coded tiles itself (patches straddle tiles) and gets OpenSlide's pixels
+    reader = open_slide(cmu_slide)
+    try:
+        plan = plan_read(reader, TilingConfig(patch_size=512))
+        assert not plan.needs_resize and plan.resampling == "none"
+        seen: list[int] = []
+        real = reader.read_region_scaled
+
+        def spy(xy, level, size, factor, *, out=None):
+            seen.append(factor)
+            return real(xy, level, size, factor, out=out)
+
+        monkeypatch.setattr(reader, "read_region_scaled", spy)
+        for xy in [(0, 0), (100, 37), (1488, 1488), (1900, 2700)]:  # the last over both edges
+            buf = np.zeros((512, 512, 3), dtype=np.uint8)
+            got = read_patch(reader, xy, plan, out=buf)
+            assert got is buf
+            assert np.array_equal(got, reader.read_region(xy, 0, (512, 512))), xy
+        assert seen == [1, 1, 1, 1]
+        off = plan_read(reader, TilingConfig(patch_size=512, scaled_decode=False))
+        read_patch(reader, (0, 0), off)
+        assert seen == [1, 1, 1, 1]  # turned off: OpenSlide reads it
+    finally:
+        reader.close()
+
+
 def test_unaligned_requests_and_other_codecs_fall_back(shared_data: Path, cmu_slide: Path) -> None:
     reader = OpenSlideReader(cmu_slide)
     try:

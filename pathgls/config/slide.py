@@ -57,9 +57,10 @@ class TilingConfig:
     # factor × factor block (what a scanner's own pyramid does), "lanczos" is Pillow's Lanczos.
     # Other ratios always use Lanczos.
     resample: Literal["area", "lanczos"] = "area"
-    # Decode JPEG tiles of TIFF/SVS levels directly at 1/2, 1/4 or 1/8 scale when the reduction
-    # is such a factor and resample is "area" (libjpeg's DCT scaling: an area reduction without
-    # decoding the discarded pixels; see pathgls.tiling.jpeg_tiles for the difference).
+    # Decode JPEG tiles of TIFF/SVS levels in pathgls: at 1/2, 1/4 or 1/8 scale when the
+    # reduction is such a factor and resample is "area" (libjpeg's DCT scaling: an area reduction
+    # without decoding the discarded pixels; see pathgls.tiling.jpeg_tiles for the difference),
+    # and at full scale for patches read without resize (OpenSlide's pixels, faster).
     scaled_decode: bool = True
 
     def __post_init__(self) -> None:

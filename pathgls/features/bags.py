@@ -65,7 +65,7 @@ class BagMeta:
     # the filter patches were resized with (ReadPlan.resampling); "" in bags written before it
     # was recorded, which used Lanczos for every resize
     resample: str = ""
-    scaled_decode: bool = False  # JPEG tiles were decoded at reduced scale where possible
+    scaled_decode: bool = False  # pathgls decoded JPEG tiles itself (scaled) where possible
     extras: dict[str, Any] = field(default_factory=dict, compare=False)
 
     #: Fields that must agree for an existing or partial bag to be reused.

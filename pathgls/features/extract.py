@@ -166,7 +166,7 @@ def _extract(
             random_weights=encoder.random_weights,
             n_windows=len(offsets) ** 2,
             resample=plan.resampling,
-            scaled_decode=plan.scaled_decode and plan.resampling == "area",
+            scaled_decode=plan.scaled_decode and plan.resampling in ("area", "none"),
             dim=encoder.dim,
             config_json=json.dumps(
                 {k: v for k, v in config_to_dict(config).items() if k in SLIDE_SECTIONS},

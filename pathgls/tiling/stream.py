@@ -43,17 +43,20 @@ def read_patch(
 ) -> np.ndarray:
     """One patch at the target resolution: read at ``plan.level`` and resized when needed.
 
-    A whole-factor reduction with ``plan.resample == "area"`` averages factor × factor blocks;
-    on JPEG-tiled TIFF levels the tiles are decoded at that scale directly
-    (``plan.scaled_decode``), which skips decoding and resizing the discarded pixels — straight
-    into ``out`` when it is given (then ``out`` is returned; other paths return a new array).
+    A whole-factor reduction with ``plan.resample == "area"`` averages factor × factor blocks.
+    On JPEG-tiled TIFF levels (``plan.scaled_decode``) pathgls decodes the tiles itself —
+    at that scale directly, which skips decoding and resizing the discarded pixels, or at full
+    scale for a patch read without resize (the same pixels as OpenSlide, several times faster:
+    no ARGB conversion, no PIL round trip) — straight into ``out`` when it is given (then
+    ``out`` is returned; other paths return a new array).
     """
     size = (plan.read_size, plan.read_size)
     k = plan.reduction
     area = k is not None and plan.resample == "area"
-    if area and plan.scaled_decode and k in SCALES:
+    factor = 1 if not plan.needs_resize else (k if area else None)
+    if plan.scaled_decode and factor in SCALES:
         scaled = getattr(reader, "read_region_scaled", None)
-        patch = scaled(xy_level0, plan.level, size, k, out=out) if scaled else None
+        patch = scaled(xy_level0, plan.level, size, factor, out=out) if scaled else None
         if patch is not None:
             return patch
     region = reader.read_region(xy_level0, plan.level, size)
