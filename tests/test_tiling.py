@@ -239,16 +239,23 @@ class _CountingReader:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def read_region(self, xy, level, size):
+    def _counted(self, read, *args, **kwargs):
         with self.lock:
             self.active += 1
             self.calls += 1
             self.peak = max(self.peak, self.active)
         try:
-            return self.inner.read_region(xy, level, size)
+            return read(*args, **kwargs)
         finally:
             with self.lock:
                 self.active -= 1
+
+    def read_region(self, xy, level, size):
+        return self._counted(self.inner.read_region, xy, level, size)
+
+    def read_region_scaled(self, xy, level, size, factor, *, out=None):
+        # pathgls's own JPEG tile decoding (what JPEG-tiled SVS levels are read with)
+        return self._counted(self.inner.read_region_scaled, xy, level, size, factor, out=out)
 
 
 def test_stream_is_ordered_batched_and_parallel(cmu_slide: Path) -> None:
@@ -306,6 +313,11 @@ def test_stream_propagates_read_errors(slides_dir: Path) -> None:
             if xy[1] > 0:
                 raise SlideReadError("boom", path="x")
             return self.inner.read_region(xy, level, size)
+
+        def read_region_scaled(self, xy, level, size, factor, *, out=None):
+            if xy[1] > 0:
+                raise SlideReadError("boom", path="x")
+            return self.inner.read_region_scaled(xy, level, size, factor, out=out)
 
     r = open_slide(slides_dir / "cmu-1-small-region.svs")
     g = make_grid(r, CFG)
