@@ -495,6 +495,10 @@ def test_model_sized_windows_take_the_fused_path_with_reused_buffers(
             np.testing.assert_allclose(got, want[stride][start : start + n], atol=1e-5, rtol=1e-4)
             np.testing.assert_allclose(mean, got.mean(axis=1), atol=1e-7)
             start = (start + n) % 3
+    # one window larger than the patch: the whole patch, resized by the encoder, as one view
+    one, _ = encode_highres(hf_encoder, patches, window_size=1024, window_stride=1024)
+    assert one.shape == (3, 1, hf_encoder.dim)
+    np.testing.assert_allclose(one[:, 0], hf_encoder.encode_images(patches).numpy(), atol=1e-6)
     staged = buffers.tensors["windows"]
     assert staged.dtype == torch.float32 and staged.shape[0] >= 2  # one buffer, reused
     with pytest.raises(EncoderError, match="pixels must be float"):

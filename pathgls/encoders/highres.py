@@ -168,7 +168,10 @@ def encode_highres(
     if fused and max_batch >= n_windows:
         _encode_model_sized(encoder, batch, coords, wh, max_batch, buffers or WindowBuffers(), out)
     else:
-        windows = cut_windows(batch, coords, (wh, ww))  # one gather, no per-window Python
+        # one window covering the whole patch (e.g. one resized view per patch) is the batch
+        # itself — still in the reader's (pinned, on CUDA) memory; else one gather
+        whole = n_windows == 1 and (wh, ww) == (height, width)
+        windows = batch if whole else cut_windows(batch, coords, (wh, ww))
         for start in range(0, n * n_windows, max_batch):
             stop = min(start + max_batch, n * n_windows)
             out[start:stop] = encoder.encode_images(windows[start:stop]).numpy()
