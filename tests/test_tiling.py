@@ -346,3 +346,45 @@ def test_heap_tuning_applies_on_glibc() -> None:
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt tuning is glibc-only")
     assert limit_heap_fragmentation() is True
+
+
+def test_the_mask_pass_does_not_fill_the_readers_tile_cache(cmu_slide: Path) -> None:
+    """The mask thumbnail reads a whole coarse level. Through the reader's own OpenSlide handle
+    its tiles stayed in that handle's 32 MiB tile cache for the rest of the extraction, which a
+    large slide fills and a small one does not: on a 40× pyramid without a 20× level (patches
+    decoded by pathgls, so streaming never evicts them) that was +25 MiB of peak RSS at 60k²
+    against 20k² (bench_tiling). It now goes through a second, uncached handle; same pixels."""
+    from pathgls.tiling.readers import _read_downsampled, read_downsampled
+    from pathgls.tiling.tissue import slide_tissue_mask, tissue_mask
+
+    r = open_slide(cmu_slide)
+    own = r._slide.read_region
+    calls: list[tuple] = []
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return own(*args, **kwargs)
+
+    r._slide.read_region = counting
+    m = slide_tissue_mask(r, CFG, mpp0=r.mpp)
+    downsample = CFG.mask_mpp / r.mpp  # what slide_tissue_mask asks for on this small slide
+    thumb = read_downsampled(r, downsample)
+    assert calls == []  # nothing read through the long-lived handle
+    with r.one_pass() as other:
+        assert other._slide is not r._slide
+    # identical pixels, hence an identical mask, to reading through the reader itself
+    direct = _read_downsampled(r, downsample, strip_pixels=1 << 20)
+    assert calls and np.array_equal(thumb, direct)
+    again = tissue_mask(direct, mpp=r.mpp * m.downsample, config=CFG)
+    assert m.mask.any() and np.array_equal(m.mask, again.mask) and m.threshold == again.threshold
+
+
+def test_jpeg_tile_tables_cost_16_bytes_a_tile(cmu_slide: Path) -> None:
+    """The scaled decoder keeps each level's tile offsets and byte counts as int64 arrays, not
+    tuples of Python ints (~72 bytes a tile: 3.8 MiB for the 55k tiles of a 60k² level)."""
+    r = open_slide(cmu_slide)
+    tiles = r._scaled_level(0)
+    assert tiles is not None
+    lv = tiles._level
+    assert lv.offsets.dtype == lv.counts.dtype == np.int64
+    assert lv.offsets.nbytes + lv.counts.nbytes == 16 * len(lv.offsets) > 0

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -186,6 +188,26 @@ class OpenSlideReader:
         w, h = self.dimensions
         return read_downsampled(self, max(w, h) / max_size)
 
+    @contextmanager
+    def one_pass(self) -> Iterator[OpenSlideReader]:
+        """A second handle on the file for a one-off pass (the mask thumbnail), closed on exit.
+
+        OpenSlide keeps decoded tiles in a per-handle cache (32 MiB). A pass over a whole
+        coarse level would leave it full of tiles that patch streaming never reads again, for
+        the rest of the extraction: up to 32 MiB more resident memory on a large slide, none on
+        a small one. The second handle's cache is disabled (each tile is read once) and freed.
+        """
+        import openslide
+
+        other = OpenSlideReader(self.path, mpp=self.mpp)
+        try:
+            # OpenSlide < 4 has no settable cache: the handle's own, freed when it closes
+            with suppress(AttributeError, openslide.OpenSlideVersionError):
+                other._slide.set_cache(openslide.OpenSlideCache(0))
+            yield other
+        finally:
+            other.close()
+
     def close(self) -> None:
         with self._scaled_lock:
             for tiles in self._scaled.values():
@@ -278,8 +300,16 @@ def read_downsampled(
     """The whole slide at ``downsample`` (level-0 px per output px), memory flat in slide size.
 
     Reads the finest level that is not finer than needed, in strips, and resizes each strip, so
-    a single-level 100k-pixel slide never has to fit in memory at full resolution.
+    a single-level 100k-pixel slide never has to fit in memory at full resolution. A reader
+    with a ``one_pass()`` context (OpenSlide) is read through it, so the tiles of this pass do
+    not stay in the reader's tile cache.
     """
+    one_pass = getattr(reader, "one_pass", None)
+    with one_pass() if one_pass is not None else nullcontext(reader) as source:
+        return _read_downsampled(source, downsample, strip_pixels=strip_pixels)
+
+
+def _read_downsampled(reader: SlideReader, downsample: float, *, strip_pixels: int) -> np.ndarray:
     downsample = max(float(downsample), 1.0)
     w0, h0 = reader.dimensions
     out_w, out_h = max(1, round(w0 / downsample)), max(1, round(h0 / downsample))
