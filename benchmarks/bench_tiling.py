@@ -19,6 +19,12 @@ reused. For each pyramid it measures, each in a fresh subprocess so peak RSS is 
   processes, median; the peak depends on how many batches the reader threads hold at once,
   so it varies by ~10 MiB between runs), and the resident memory just before streaming.
 
+What the peak is made of (issue #17, measured stage by stage with VmHWM): the interpreter and
+libraries (~52 MiB), the batches in flight (up to ``workers × prefetch`` + 1 of 24 MiB, bounded
+whatever the slide), OpenSlide's tile cache (≤ 32 MiB, filled by reads through OpenSlide) and
+little else; the tissue mask is capped at ``mask_max_side`` and its thumbnail is read through a
+second, uncached OpenSlide handle, so its tiles do not stay cached on large slides only.
+
 Targets (issues #2, #17), per kind: streaming ≥ 1.7× the plain loop; coordinates for 60k² < 3 s;
 peak RSS(60k²) ≤ 1.2 × peak RSS(20k²).
 
