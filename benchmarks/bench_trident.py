@@ -220,6 +220,8 @@ def main() -> None:
             feats.append(f)
 
     rows: dict[str, float] = {}
+    loads: dict[str, float] = {}  # 1-min load average when each measurement started
+    loads["pathgls: stream_patches → encode_highres, one 224 px view"] = os.getloadavg()[0]
     rows["pathgls: stream_patches → encode_highres, one 224 px view"] = best_rate(
         pathgls, n, args.repeats
     )
@@ -237,6 +239,7 @@ def main() -> None:
                 window_stride=plan.patch_size,
             )
 
+    loads["pathgls forward only: encode_highres on patches in memory"] = os.getloadavg()[0]
     rows["pathgls forward only: encode_highres on patches in memory"] = best_rate(
         in_memory, n, args.repeats
     )
@@ -248,8 +251,11 @@ def main() -> None:
             for s in range(0, n, args.batch_size):
                 plip.image_features(pixels[s : s + args.batch_size])
 
+    loads["ViT forward only on 224 px tensors (main env)"] = os.getloadavg()[0]
     rows["ViT forward only on 224 px tensors (main env)"] = best_rate(bare, n, args.repeats)
 
+    loads["TRIDENT extract_patch_features"] = os.getloadavg()[0]
+    loads["ViT forward only on 224 px tensors (TRIDENT env)"] = os.getloadavg()[0]
     t0 = time.perf_counter()
     tri = run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
     child_s = time.perf_counter() - t0
@@ -258,9 +264,10 @@ def main() -> None:
         if "forward_per_s" in tri:
             rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
 
-    print(f"\n{'measurement':62s} {'patches/s':>10s}")
+    print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s}")
     for k, v in rows.items():
-        print(f"{k:62s} {v:10.1f}")
+        print(f"{k:62s} {v:10.1f} {loads[k]:6.2f}")
+    print(f"(load: 1-min load average when the measurement started; now {os.getloadavg()[0]:.2f})")
     ext = rows["pathgls: stream_patches → encode_highres, one 224 px view"]
     fwd = rows["ViT forward only on 224 px tensors (main env)"]
     print(f"\npathgls / ViT forward only (main env): {ext / fwd:.0%}")
