@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,38 @@ def best_rate(fn, n: int, repeats: int) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return n / best
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has spent busy (``/proc/stat``; None elsewhere)."""
+    try:
+        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    except (OSError, ValueError):
+        return None
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")  # user nice sys irq
+
+
+def own_seconds() -> float:
+    """CPU seconds of this process, its threads and its waited-for children."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def watched(fn):
+    """``fn()``, the 1-min load when it started, and the CPU share others used meanwhile.
+
+    The share (busy CPU time of the machine minus this process tree's, over wall time × cores)
+    tells a measurement disturbed by another user's job apart from a slow one.
+    """
+    load, b0, o0, t0 = os.getloadavg()[0], busy_seconds(), own_seconds(), time.perf_counter()
+    out = fn()
+    wall, b1, o1 = time.perf_counter() - t0, busy_seconds(), own_seconds()
+    if b0 is None or b1 is None:
+        return out, load, None
+    return out, load, max(0.0, (b1 - b0) - (o1 - o0)) / (wall * (os.cpu_count() or 1))
 
 
 def write_trident_coords(path: Path, *, coords: np.ndarray, plan, dims, slide: Path) -> None:
@@ -220,11 +253,13 @@ def main() -> None:
             feats.append(f)
 
     rows: dict[str, float] = {}
-    loads: dict[str, float] = {}  # 1-min load average when each measurement started
-    loads["pathgls: stream_patches → encode_highres, one 224 px view"] = os.getloadavg()[0]
-    rows["pathgls: stream_patches → encode_highres, one 224 px view"] = best_rate(
-        pathgls, n, args.repeats
-    )
+    notes: dict[str, tuple[float, float | None]] = {}  # load at start, others' CPU share
+
+    def measure(label: str, fn) -> None:
+        rows[label], *rest = watched(lambda: best_rate(fn, n, args.repeats))
+        notes[label] = (rest[0], rest[1])
+
+    measure("pathgls: stream_patches → encode_highres, one 224 px view", pathgls)
     ours = np.concatenate(feats)
     patches = np.concatenate(
         [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
@@ -239,10 +274,7 @@ def main() -> None:
                 window_stride=plan.patch_size,
             )
 
-    loads["pathgls forward only: encode_highres on patches in memory"] = os.getloadavg()[0]
-    rows["pathgls forward only: encode_highres on patches in memory"] = best_rate(
-        in_memory, n, args.repeats
-    )
+    measure("pathgls forward only: encode_highres on patches in memory", in_memory)
     device = torch.device(plip.device)
     pixels = plip.preprocess(patches, device=device, dtype=plip.dtype)
 
@@ -251,23 +283,27 @@ def main() -> None:
             for s in range(0, n, args.batch_size):
                 plip.image_features(pixels[s : s + args.batch_size])
 
-    loads["ViT forward only on 224 px tensors (main env)"] = os.getloadavg()[0]
-    rows["ViT forward only on 224 px tensors (main env)"] = best_rate(bare, n, args.repeats)
+    measure("ViT forward only on 224 px tensors (main env)", bare)
 
-    loads["TRIDENT extract_patch_features"] = os.getloadavg()[0]
-    loads["ViT forward only on 224 px tensors (TRIDENT env)"] = os.getloadavg()[0]
     t0 = time.perf_counter()
-    tri = run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
+    tri, *note = watched(
+        lambda: run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
+    )
     child_s = time.perf_counter() - t0
     if "skipped" not in tri:
         rows["TRIDENT extract_patch_features"] = tri["patches_per_s"]
-        if "forward_per_s" in tri:
-            rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
+        rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
+        notes["TRIDENT extract_patch_features"] = (note[0], note[1])
+        notes["ViT forward only on 224 px tensors (TRIDENT env)"] = (note[0], note[1])
 
-    print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s}")
+    print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s} {'others':>7s}")
     for k, v in rows.items():
-        print(f"{k:62s} {v:10.1f} {loads[k]:6.2f}")
-    print(f"(load: 1-min load average when the measurement started; now {os.getloadavg()[0]:.2f})")
+        load, others = notes[k]
+        print(f"{k:62s} {v:10.1f} {load:6.2f} {'?' if others is None else f'{others:.0%}':>7s}")
+    print(
+        "(load: 1-min load average when it started; others: share of the machine's CPU time "
+        "that other processes used while it ran — above ~5% the figure is disturbed)"
+    )
     ext = rows["pathgls: stream_patches → encode_highres, one 224 px view"]
     fwd = rows["ViT forward only on 224 px tensors (main env)"]
     print(f"\npathgls / ViT forward only (main env): {ext / fwd:.0%}")
@@ -285,8 +321,7 @@ def main() -> None:
     )
     trate = tri["patches_per_s"]
     print(f"TRIDENT / ViT forward only (main env): {trate / fwd:.0%}")
-    if "forward_per_s" in tri:
-        print(f"TRIDENT / ViT forward only (TRIDENT env): {trate / tri['forward_per_s']:.0%}")
+    print(f"TRIDENT / ViT forward only (TRIDENT env): {trate / tri['forward_per_s']:.0%}")
     ratio = ext / trate
     print(f"pathgls / TRIDENT: {ratio:.2f}× (≥ 1.2×) {'MET' if ratio >= 1.2 else 'NOT MET'}")
 
