@@ -6,7 +6,8 @@ Hugging Face ``CLIPModel`` directory, it wraps the model's vision tower and proj
 TRIDENT ``CustomInferenceEncoder`` (TRIDENT's own ``get_eval_transforms``: bicubic resize of the
 short side to the model input, center crop, ``ToTensor``, the checkpoint's mean/std), runs
 ``OpenSlideWSI.extract_patch_features`` once to warm up and ``--repeats`` more times, times
-the wrapped model's forward alone on ready tensors, and prints one JSON line: the best
+its patch dataset alone (read, resize, transforms; one thread) and the wrapped model's
+forward alone on ready tensors, and prints one JSON line: the best
 patches/s of each, the feature file of the last run and the versions used.
 
 Not a pathgls module and not imported by the tests; ``bench_trident.py`` starts it as
@@ -39,7 +40,7 @@ def main() -> None:
     import trident
     from torchvision.transforms import InterpolationMode
     from transformers import CLIPModel
-    from trident import OpenSlideWSI
+    from trident import OpenSlideWSI, WSIPatcherDataset
     from trident.patch_encoder_models import CustomInferenceEncoder
     from trident.patch_encoder_models.utils.transform_utils import get_eval_transforms
 
@@ -90,6 +91,25 @@ def main() -> None:
         best = min(best, time.perf_counter() - t0)
     with h5py.File(path, "r") as f:
         n = int(f["features"].shape[0])
+    # data only: TRIDENT's dataset (read, resize to 512, its transforms) in this thread, no model
+    with h5py.File(args.coords, "r") as f:
+        attrs, coords = dict(f["coords"].attrs), f["coords"][:]
+    dataset = WSIPatcherDataset(
+        wsi.create_patcher(
+            patch_size=int(attrs["patch_size"]),
+            src_mag=attrs["level0_magnification"],
+            dst_mag=attrs["target_magnification"],
+            custom_coords=coords,
+            pil=True,
+        ),
+        encoder.eval_transforms,
+    )
+    data = float("inf")
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        for i in range(len(dataset)):
+            dataset[i]
+        data = min(data, time.perf_counter() - t0)
     # forward only: the same module on ready (n, 3, size, size) tensors, same batches
     pixels = torch.randn((n, 3, size, size), generator=torch.Generator().manual_seed(0))
 
@@ -110,6 +130,7 @@ def main() -> None:
                 "patches_per_s": n / best,
                 "seconds": best,
                 "forward_per_s": n / fwd,
+                "data_per_s": len(dataset) / data,
                 "n_features": n,
                 "features_path": str(path),
                 "trident": trident.__version__,

@@ -29,6 +29,9 @@ What is compared:
 * forward-only speeds: the ViT on ready ``(B, 3, 224, 224)`` tensors in each environment
   (transformers differs: TRIDENT pins ``transformers<5``), and pathgls's
   ``encode_highres`` on the same patches already in memory (preprocessing + forward);
+* data only: each tool's read + resize + normalise path without the model, in one thread
+  (pathgls: ``stream_patches(workers=0)`` + the encoder's preprocessing; TRIDENT: its
+  ``WSIPatcherDataset`` with the same transforms), i.e. the CPU each patch costs besides the ViT;
 * features: both must cover the same patches in the same order; their cosine per patch is
   printed, with the same ViT run on TRIDENT-style pixels in this process (isolates the
   resampling from everything else) and the mean grey-level difference of the two 224 px inputs.
@@ -44,6 +47,9 @@ go into the venv only — the main environment is left as it is)::
 (``--system-site-packages`` reuses the main environment's torch/torchvision/openslide.) The
 child imports TRIDENT and not pathgls. Without that Python the TRIDENT comparison is skipped
 with the reason and the pathgls figures are still printed.
+
+Use ``--n`` ≥ 32: each patch is 16 JPEG tiles and both readers cache ~128 decoded tiles, so
+repeated passes over fewer patches would read from cache.
 
 Usage: python benchmarks/bench_trident.py [--n 64] [--workdir /tmp/pathgls-io]
        [--trident-python /work/trident-env/bin/python] [--workers 1] [--batch-size 16]
@@ -228,6 +234,11 @@ def main() -> None:
     step = max(1, len(grid.coords) // args.n)
     coords = np.asarray(grid.coords[::step][: args.n], dtype=np.int64)
     n = len(coords)
+    if n * (plan.read_size // 256) ** 2 <= 256:  # the slide's JPEG tiles are 256 px
+        print(
+            f"note: {n} patches touch so few tiles that repeated passes read them from the tile "
+            "caches (pathgls's decoder and OpenSlide keep ~128 tiles): use --n 32 or more"
+        )
     run_dir = Path(tempfile.mkdtemp(prefix="bench-trident-", dir=args.workdir))
     coords_h5 = run_dir / f"{slide.stem}_patches.h5"
     write_trident_coords(coords_h5, coords=coords, plan=plan, dims=reader.dimensions, slide=slide)
@@ -285,6 +296,12 @@ def main() -> None:
 
     measure("ViT forward only on 224 px tensors (main env)", bare)
 
+    def data_only() -> None:
+        for b in stream_patches(reader, coords, plan, batch_size=args.batch_size, workers=0):
+            plip.preprocess(b.images, device=device, dtype=plip.dtype)
+
+    measure("pathgls data only: read in this thread + preprocess to 224", data_only)
+
     t0 = time.perf_counter()
     tri, *note = watched(
         lambda: run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
@@ -295,6 +312,8 @@ def main() -> None:
         rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
         notes["TRIDENT extract_patch_features"] = (note[0], note[1])
         notes["ViT forward only on 224 px tensors (TRIDENT env)"] = (note[0], note[1])
+        rows["TRIDENT data only: its patch dataset, 1 thread"] = tri["data_per_s"]
+        notes["TRIDENT data only: its patch dataset, 1 thread"] = (note[0], note[1])
 
     print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s} {'others':>7s}")
     for k, v in rows.items():
