@@ -1,0 +1,378 @@
+"""pathgls vs TRIDENT's ``extract_patch_features``: full-size ViT-B/32, one crop per patch.
+
+Issue #17's target: pathgls ≥ 1.2× TRIDENT on the same coordinates and weights, on the same
+machine, in one run, at the same batch size, reader workers and torch thread count.
+
+What is compared:
+
+* the slide: the 20480² px 40× JPEG pyramid **without a 20× level** that
+  ``bench_extract_io.py`` builds from the shared CMU slide (reused from ``--workdir``), and the
+  same ``--n`` patch coordinates (20× patches of 512 px, i.e. 1024 px at level 0);
+* the coordinates are written in TRIDENT's coords format (dataset ``coords`` with the attributes
+  of ``trident.IO.coords_to_h5``: ``patch_size``, ``patch_size_level0``,
+  ``level0_magnification``, ``target_magnification``, ``overlap``, ``name``, ``savetodir``,
+  ``level0_width``, ``level0_height``), so TRIDENT reads them as its own;
+* the weights: one random PLIP-size CLIP ViT-B/32 (``pathgls.testing.save_random_hf_clip``,
+  Hugging Face ``CLIPModel`` format; speed only, never results);
+* pathgls: the extraction loop of ``pathgls.features.extract`` without the bag writer —
+  ``stream_patches`` (scaled JPEG decode, 2 × 2 area reduction to 512 px) →
+  ``encode_highres(window_size=512)``, i.e. one window per patch that the encoder's batched
+  torch preprocessing resizes (bicubic, antialiased) to 224 px — the loop
+  ``bench_extract_io.py`` times (``extract_slide`` itself only takes a whole tissue grid);
+* TRIDENT (``benchmarks/_trident_child.py``, run with ``--trident-python``):
+  ``OpenSlideWSI.extract_patch_features`` with a ``CustomInferenceEncoder`` wrapping the same
+  checkpoint's vision tower and projection (``get_image_features``), TRIDENT's own transforms
+  (``get_eval_transforms``: bicubic resize to 224, center crop, the checkpoint's mean/std);
+  TRIDENT reads 1024 px at level 0 with OpenSlide and resizes to 512 px with Pillow (bicubic)
+  before that, in its DataLoader workers (``max_workers`` = ``--workers``); its time includes
+  writing its feature file, pathgls's does not write one;
+* forward-only speeds: the ViT on ready ``(B, 3, 224, 224)`` tensors in each environment
+  (transformers differs: TRIDENT pins ``transformers<5``), and pathgls's
+  ``encode_highres`` on the same patches already in memory (preprocessing + forward);
+* data only: each tool's read + resize + normalise path without the model, in one thread
+  (pathgls: ``stream_patches(workers=0)`` + the encoder's preprocessing; TRIDENT: its
+  ``WSIPatcherDataset`` with the same transforms), i.e. the CPU each patch costs besides the ViT;
+* features: both must cover the same patches in the same order; their cosine per patch is
+  printed, with the same ViT run on TRIDENT-style pixels in this process (isolates the
+  resampling from everything else) and the mean grey-level difference of the two 224 px inputs.
+
+Making the TRIDENT environment (outside the repository; TRIDENT's licence is CC BY-NC-ND, so it
+is installed and called, never copied; it pins ``timm==0.9.16`` and ``transformers<5``, which
+go into the venv only — the main environment is left as it is)::
+
+    git clone https://github.com/mahmoodlab/TRIDENT /work/trident-src   # or export a snapshot
+    python -m venv --system-site-packages /work/trident-env
+    /work/trident-env/bin/pip install -e /work/trident-src
+
+(``--system-site-packages`` reuses the main environment's torch/torchvision/openslide.) The
+child imports TRIDENT and not pathgls. Without that Python the TRIDENT comparison is skipped
+with the reason and the pathgls figures are still printed.
+
+Use ``--n`` ≥ 32: each patch is 16 JPEG tiles and both readers cache ~128 decoded tiles, so
+repeated passes over fewer patches would read from cache.
+
+Usage: python benchmarks/bench_trident.py [--n 64] [--workdir /tmp/pathgls-io]
+       [--trident-python /work/trident-env/bin/python] [--workers 1] [--batch-size 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CHILD = HERE / "_trident_child.py"
+
+
+def best_rate(fn, n: int, repeats: int) -> float:
+    """Patches/s of the fastest of ``repeats`` calls of ``fn`` after one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has spent busy (``/proc/stat``; None elsewhere)."""
+    try:
+        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    except (OSError, ValueError):
+        return None
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")  # user nice sys irq
+
+
+def own_seconds() -> float:
+    """CPU seconds of this process, its threads and its waited-for children."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def watched(fn):
+    """``fn()``, the 1-min load when it started, and the CPU share others used meanwhile.
+
+    The share (busy CPU time of the machine minus this process tree's, over wall time × cores)
+    tells a measurement disturbed by another user's job apart from a slow one.
+    """
+    load, b0, o0, t0 = os.getloadavg()[0], busy_seconds(), own_seconds(), time.perf_counter()
+    out = fn()
+    wall, b1, o1 = time.perf_counter() - t0, busy_seconds(), own_seconds()
+    if b0 is None or b1 is None:
+        return out, load, None
+    return out, load, max(0.0, (b1 - b0) - (o1 - o0)) / (wall * (os.cpu_count() or 1))
+
+
+def write_trident_coords(path: Path, *, coords: np.ndarray, plan, dims, slide: Path) -> None:
+    """The coordinates as a TRIDENT coords file (``trident.IO.coords_to_h5``'s layout)."""
+    import h5py
+
+    def whole(v: float) -> int | float:
+        return round(v) if abs(v - round(v)) < 1e-6 else float(v)
+
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("coords", data=np.asarray(coords, dtype=np.int64))
+        d.attrs["patch_size"] = int(plan.patch_size)
+        d.attrs["patch_size_level0"] = int(plan.patch_size_level0)
+        d.attrs["level0_magnification"] = whole(plan.level0_magnification)
+        d.attrs["target_magnification"] = whole(plan.target_magnification)
+        d.attrs["overlap"] = 0
+        d.attrs["name"] = slide.stem
+        d.attrs["savetodir"] = str(path.parent)
+        d.attrs["level0_width"] = int(dims[0])
+        d.attrs["level0_height"] = int(dims[1])
+
+
+def trident_style_pixels(slide: Path, coords: np.ndarray, plan, preprocess) -> np.ndarray:
+    """TRIDENT's read path reproduced with Pillow: level-0 read → bicubic 512 → bicubic 224.
+
+    Only to tell the resampling apart from the rest when the features are compared.
+    """
+    import openslide
+    from PIL import Image
+
+    size = preprocess.size
+    out = []
+    with openslide.OpenSlide(str(slide)) as s:
+        for x, y in coords:
+            r = plan.patch_size_level0
+            tile = s.read_region((int(x), int(y)), 0, (r, r)).convert("RGB")
+            tile = tile.resize((plan.patch_size, plan.patch_size))  # Pillow's default: bicubic
+            tile = tile.resize((size, size), Image.Resampling.BICUBIC)
+            out.append(np.asarray(tile))
+    return np.stack(out)
+
+
+def run_trident(args, *, slide: Path, coords_h5: Path, weights: Path, out: Path) -> dict:
+    """Run the TRIDENT child; returns its JSON, or ``{"skipped": reason}``."""
+    py = Path(args.trident_python)
+    if not py.exists():
+        return {"skipped": f"no TRIDENT Python at {py} (see this file's docstring to make one)"}
+    cmd = [
+        str(py),
+        str(CHILD),
+        "--slide",
+        str(slide),
+        "--coords",
+        str(coords_h5),
+        "--weights",
+        str(weights),
+        "--out",
+        str(out),
+        "--batch-size",
+        str(args.batch_size),
+        "--workers",
+        str(args.workers),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("PYTHONPATH", None)  # the child must not see this checkout
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        return {"skipped": f"TRIDENT child failed (rc {proc.returncode}): " + " | ".join(tail)}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return np.sum(a * b, axis=1)
+
+
+def summary(c: np.ndarray) -> str:
+    """Cosines as ``1 − cos`` (they sit close to 1): mean, median and worst patch."""
+    d = 1.0 - c.astype(np.float64)
+    return f"1 − cos mean {d.mean():.2e}, median {np.median(d):.2e}, max {d.max():.2e}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "pathgls-io")
+    ap.add_argument("--n", type=int, default=64, help="patches")
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs after one warm-up")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=1, help="reader workers, both tools")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads, both (0: torch's)")
+    ap.add_argument("--trident-python", default="/work/trident-env/bin/python")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds for the TRIDENT child")
+    args = ap.parse_args()
+
+    import torch
+
+    from pathgls.config import load_config
+    from pathgls.encoders import build_encoder, encode_highres
+    from pathgls.testing import save_random_hf_clip
+    from pathgls.tiling import make_grid, open_slide, stream_patches
+
+    sys.path.insert(0, str(HERE))
+    from bench_extract_io import SIZE, build
+
+    args.threads = args.threads or torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    slide = build(args.workdir)
+    reader = open_slide(slide)
+    grid = make_grid(reader, load_config(tiling={"tissue_threshold": 0.0}).tiling)
+    plan = grid.plan
+    step = max(1, len(grid.coords) // args.n)
+    coords = np.asarray(grid.coords[::step][: args.n], dtype=np.int64)
+    n = len(coords)
+    if n * (plan.read_size // 256) ** 2 <= 256:  # the slide's JPEG tiles are 256 px
+        print(
+            f"note: {n} patches touch so few tiles that repeated passes read them from the tile "
+            "caches (pathgls's decoder and OpenSlide keep ~128 tiles): use --n 32 or more"
+        )
+    run_dir = Path(tempfile.mkdtemp(prefix="bench-trident-", dir=args.workdir))
+    coords_h5 = run_dir / f"{slide.stem}_patches.h5"
+    write_trident_coords(coords_h5, coords=coords, plan=plan, dims=reader.dimensions, slide=slide)
+    weights = save_random_hf_clip(args.workdir / "plip", size="plip")
+    plip = build_encoder(load_config(encoder={"name": f"hf:{weights}"}).encoder)
+    print(
+        f"slide: {slide.name}, {SIZE}² px, levels {reader.level_dimensions}; {n} patches "
+        f"(read {plan.read_size} px at level {plan.level} → {plan.patch_size} px); batch "
+        f"{args.batch_size}; reader workers {args.workers}; torch threads {args.threads}; "
+        f"os.cpu_count {os.cpu_count()}; load {os.getloadavg()[0]:.2f}"
+    )
+
+    feats: list[np.ndarray] = []
+
+    def pathgls() -> None:
+        feats.clear()
+        for b in stream_patches(
+            reader, coords, plan, batch_size=args.batch_size, workers=args.workers
+        ):
+            _, f = encode_highres(
+                plip, b.images, window_size=plan.patch_size, window_stride=plan.patch_size
+            )
+            feats.append(f)
+
+    rows: dict[str, float] = {}
+    notes: dict[str, tuple[float, float | None]] = {}  # load at start, others' CPU share
+
+    def measure(label: str, fn) -> None:
+        rows[label], *rest = watched(lambda: best_rate(fn, n, args.repeats))
+        notes[label] = (rest[0], rest[1])
+
+    measure("pathgls: stream_patches → encode_highres, one 224 px view", pathgls)
+    ours = np.concatenate(feats)
+    patches = np.concatenate(
+        [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
+    )
+
+    def in_memory() -> None:
+        for s in range(0, n, args.batch_size):
+            encode_highres(
+                plip,
+                patches[s : s + args.batch_size],
+                window_size=plan.patch_size,
+                window_stride=plan.patch_size,
+            )
+
+    measure("pathgls forward only: encode_highres on patches in memory", in_memory)
+    device = torch.device(plip.device)
+    pixels = plip.preprocess(patches, device=device, dtype=plip.dtype)
+
+    def bare() -> None:
+        with torch.inference_mode():
+            for s in range(0, n, args.batch_size):
+                plip.image_features(pixels[s : s + args.batch_size])
+
+    measure("ViT forward only on 224 px tensors (main env)", bare)
+
+    def data_only() -> None:
+        for b in stream_patches(reader, coords, plan, batch_size=args.batch_size, workers=0):
+            plip.preprocess(b.images, device=device, dtype=plip.dtype)
+
+    measure("pathgls data only: read in this thread + preprocess to 224", data_only)
+
+    t0 = time.perf_counter()
+    tri, *note = watched(
+        lambda: run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
+    )
+    child_s = time.perf_counter() - t0
+    if "skipped" not in tri:
+        rows["TRIDENT extract_patch_features"] = tri["patches_per_s"]
+        rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
+        notes["TRIDENT extract_patch_features"] = (note[0], note[1])
+        notes["ViT forward only on 224 px tensors (TRIDENT env)"] = (note[0], note[1])
+        rows["TRIDENT data only: its patch dataset, 1 thread"] = tri["data_per_s"]
+        notes["TRIDENT data only: its patch dataset, 1 thread"] = (note[0], note[1])
+
+    print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s} {'others':>7s}")
+    for k, v in rows.items():
+        load, others = notes[k]
+        print(f"{k:62s} {v:10.1f} {load:6.2f} {'?' if others is None else f'{others:.0%}':>7s}")
+    print(
+        "(load: 1-min load average when it started; others: share of the machine's CPU time "
+        "that other processes used while it ran — above ~5% the figure is disturbed)"
+    )
+    ext = rows["pathgls: stream_patches → encode_highres, one 224 px view"]
+    fwd = rows["ViT forward only on 224 px tensors (main env)"]
+    print(f"\npathgls / ViT forward only (main env): {ext / fwd:.0%}")
+    print(
+        "pathgls / encode_highres in memory: "
+        f"{ext / rows['pathgls forward only: encode_highres on patches in memory']:.0%}"
+    )
+    if "skipped" in tri:
+        print(f"TRIDENT comparison: not run — {tri['skipped']}")
+        reader.close()
+        return
+    print(
+        f"TRIDENT {tri['trident']} (torch {tri['torch']}, transformers {tri['transformers']}, "
+        f"torch threads {tri['torch_threads']}, workers {tri['workers']}; child {child_s:.0f} s)"
+    )
+    trate = tri["patches_per_s"]
+    print(f"TRIDENT / ViT forward only (main env): {trate / fwd:.0%}")
+    print(f"TRIDENT / ViT forward only (TRIDENT env): {trate / tri['forward_per_s']:.0%}")
+    ratio = ext / trate
+    print(f"pathgls / TRIDENT: {ratio:.2f}× (≥ 1.2×) {'MET' if ratio >= 1.2 else 'NOT MET'}")
+
+    import h5py
+
+    with h5py.File(tri["features_path"], "r") as f:
+        theirs = np.asarray(f["features"][:], dtype=np.float32)
+        their_coords = np.asarray(f["coords"][:], dtype=np.int64)
+    same = theirs.shape[0] == ours.shape[0] == n and np.array_equal(their_coords, coords)
+    print(
+        f"\nfeatures: pathgls {ours.shape}, TRIDENT {theirs.shape}; same patches in the same "
+        f"order: {'yes' if same else 'NO'}"
+    )
+    if not same:
+        reader.close()
+        raise SystemExit("TRIDENT and pathgls did not produce features for the same patches")
+    tstyle = trident_style_pixels(slide, coords, plan, plip.preprocess)
+    tpix = plip.preprocess(tstyle, device=device, dtype=plip.dtype)
+    std = torch.tensor(plip.preprocess.std).view(1, 3, 1, 1)
+    grey = ((tpix.float() - pixels.float()).abs() * std * 255).mean().item()
+    with torch.inference_mode():
+        mine_on_theirs = plip.image_features(tpix).float().numpy()
+    others = cosine_rows(ours, np.roll(ours, 1, axis=0))
+    print(f"cosine pathgls vs TRIDENT per patch: {summary(cosine_rows(ours, theirs))}")
+    print(
+        "cosine same ViT here on TRIDENT-style pixels vs TRIDENT (model/version numerics only): "
+        f"{summary(cosine_rows(mine_on_theirs, theirs))}"
+    )
+    print(f"cosine pathgls between neighbouring patches (scale of the above): {summary(others)}")
+    print(f"mean |difference| of the 224 px inputs: {grey:.2f} grey levels (of 255)")
+    reader.close()
+
+
+if __name__ == "__main__":
+    main()
