@@ -311,7 +311,7 @@ def main() -> None:
             f"  ViT-B/32 {label}: {e2e / fwd:.0%} of forward-only (≥ 90%) "
             f"{'MET' if e2e / fwd >= 0.9 else 'NOT MET'}"
         )
-    print("  TRIDENT comparison: not run (TRIDENT is not on the package index; see the note)")
+    print("  TRIDENT comparison: benchmarks/bench_trident.py (TRIDENT in its own environment)")
     osr.close()
     reader.close()
 

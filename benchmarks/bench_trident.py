@@ -14,11 +14,11 @@ What is compared:
   ``level0_width``, ``level0_height``), so TRIDENT reads them as its own;
 * the weights: one random PLIP-size CLIP ViT-B/32 (``pathgls.testing.save_random_hf_clip``,
   Hugging Face ``CLIPModel`` format; speed only, never results);
-* pathgls: the extraction loop of ``pathgls.features.extract`` without the bag writer —
-  ``stream_patches`` (scaled JPEG decode, 2 × 2 area reduction to 512 px) →
-  ``encode_highres(window_size=512)``, i.e. one window per patch that the encoder's batched
-  torch preprocessing resizes (bicubic, antialiased) to 224 px — the loop
-  ``bench_extract_io.py`` times (``extract_slide`` itself only takes a whole tissue grid);
+* pathgls: ``pathgls.features.extract.encode_patches``, the loop ``pathgls extract`` runs,
+  without the bag writer — reader threads (scaled JPEG decode, 2 × 2 area reduction to 512 px)
+  filling a ring of batch arrays → ``encode_highres(window_size=512)``, i.e. one window per
+  patch that the encoder's batched torch preprocessing resizes (bicubic, antialiased) to
+  224 px (``extract_slide`` itself only takes a whole tissue grid);
 * TRIDENT (``benchmarks/_trident_child.py``, run with ``--trident-python``):
   ``OpenSlideWSI.extract_patch_features`` with a ``CustomInferenceEncoder`` wrapping the same
   checkpoint's vision tower and projection (``get_image_features``), TRIDENT's own transforms
@@ -218,6 +218,7 @@ def main() -> None:
 
     from pathgls.config import load_config
     from pathgls.encoders import build_encoder, encode_highres
+    from pathgls.features.extract import encode_patches
     from pathgls.testing import save_random_hf_clip
     from pathgls.tiling import make_grid, open_slide, stream_patches
 
@@ -253,14 +254,16 @@ def main() -> None:
 
     feats: list[np.ndarray] = []
 
+    cfg = load_config(
+        encoder={"name": "bench", "window_size": plan.patch_size, "window_stride": plan.patch_size},
+        stream={"batch_size": args.batch_size, "workers": args.workers},
+    )
+
     def pathgls() -> None:
         feats.clear()
-        for b in stream_patches(
-            reader, coords, plan, batch_size=args.batch_size, workers=args.workers
+        for _, _, f in encode_patches(
+            reader=reader, coords=coords, plan=plan, encoder=plip, config=cfg
         ):
-            _, f = encode_highres(
-                plip, b.images, window_size=plan.patch_size, window_stride=plan.patch_size
-            )
             feats.append(f)
 
     rows: dict[str, float] = {}
@@ -270,7 +273,7 @@ def main() -> None:
         rows[label], *rest = watched(lambda: best_rate(fn, n, args.repeats))
         notes[label] = (rest[0], rest[1])
 
-    measure("pathgls: stream_patches → encode_highres, one 224 px view", pathgls)
+    measure("pathgls: encode_patches (the extract loop), one 224 px view", pathgls)
     ours = np.concatenate(feats)
     patches = np.concatenate(
         [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
