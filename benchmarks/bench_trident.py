@@ -73,6 +73,9 @@ HERE = Path(__file__).resolve().parent
 CHILD = HERE / "_trident_child.py"
 
 
+OURS = "pathgls: encode_patches (the extract loop), one 224 px view"
+
+
 def best_rate(fn, n: int, repeats: int) -> float:
     """Patches/s of the fastest of ``repeats`` calls of ``fn`` after one warm-up call."""
     fn()
@@ -273,7 +276,7 @@ def main() -> None:
         rows[label], *rest = watched(lambda: best_rate(fn, n, args.repeats))
         notes[label] = (rest[0], rest[1])
 
-    measure("pathgls: encode_patches (the extract loop), one 224 px view", pathgls)
+    measure(OURS, pathgls)
     ours = np.concatenate(feats)
     patches = np.concatenate(
         [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
@@ -326,7 +329,7 @@ def main() -> None:
         "(load: 1-min load average when it started; others: share of the machine's CPU time "
         "that other processes used while it ran — above ~5% the figure is disturbed)"
     )
-    ext = rows["pathgls: stream_patches → encode_highres, one 224 px view"]
+    ext = rows[OURS]
     fwd = rows["ViT forward only on 224 px tensors (main env)"]
     print(f"\npathgls / ViT forward only (main env): {ext / fwd:.0%}")
     print(
