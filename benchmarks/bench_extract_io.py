@@ -5,7 +5,7 @@ real CMU-1 region (``../shared/data/slides/cmu-1-small-region.svs``, 20×) upsam
 (nearest) and tiled as a mirrored mosaic; JPEG tiles of 256 px, YCbCr 4:2:0 at quality 90;
 levels 40×, 10×, 2.5× (factor 4, so there is **no 20× level**: every 512 px 20× patch is a
 1024 px read at level 0 reduced 2×, the path most scanners' files take). Built once with
-``pathgls.testing.synthetic.write_aperio_pyramid(..., level_factor=4)`` into ``--workdir``.
+``pathgls.testing.synthetic.write_mosaic_40x(..., level_factor=4)`` into ``--workdir``.
 
 Measured in one run on the same patch coordinates (the tissue grid of the slide, ``--n``
 patches spread over it; ``--n-vit`` of them for the ViT-B/32 rows), as patches per second:
@@ -48,7 +48,7 @@ def build(workdir: Path) -> Path:
     """Write (or reuse) the 40× pyramid without a 20× level."""
     import openslide
 
-    from pathgls.testing.synthetic import tiled_source, write_aperio_pyramid
+    from pathgls.testing.synthetic import write_mosaic_40x
 
     out = workdir / f"cmu-40x-no20x-{SIZE}.svs"
     if out.exists():
@@ -56,16 +56,7 @@ def build(workdir: Path) -> Path:
     with openslide.OpenSlide(str(CMU)) as s:
         w, h = s.dimensions
         rgb = np.asarray(s.read_region((0, 0), 0, (w, h)).convert("RGB"))
-    up = rgb.repeat(2, axis=0).repeat(2, axis=1)
-    write_aperio_pyramid(
-        out,
-        source=tiled_source(up, tile=256),
-        width=SIZE,
-        height=SIZE,
-        mpp=0.25,
-        magnification=40,
-        level_factor=4,
-    )
+    write_mosaic_40x(out, rgb=rgb, size=SIZE, level_factor=4)
     return out
 
 

@@ -61,23 +61,13 @@ def build(size: int, workdir: Path, kind: str = "native20x") -> Path:
     import numpy as np
     import openslide
 
-    from pathgls.testing.synthetic import tiled_source, write_aperio_pyramid
+    from pathgls.testing.synthetic import write_mosaic_40x
 
     with openslide.OpenSlide(str(CMU)) as s:
         w, h = s.dimensions
         rgb = np.asarray(s.read_region((0, 0), 0, (w, h)).convert("RGB"))
-    # 2× nearest upsampling keeps the real texture at the 40× scale
-    up = rgb.repeat(2, axis=0).repeat(2, axis=1)
     t0 = time.perf_counter()
-    write_aperio_pyramid(
-        out,
-        source=tiled_source(up, tile=256),
-        width=size,
-        height=size,
-        mpp=0.25,
-        magnification=40,
-        level_factor=KINDS[kind],
-    )
+    write_mosaic_40x(out, rgb=rgb, size=size, level_factor=KINDS[kind])
     print(
         f"  built {out.name} in {time.perf_counter() - t0:.1f} s "
         f"({out.stat().st_size / 2**20:.0f} MiB)"

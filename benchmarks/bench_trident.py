@@ -78,13 +78,10 @@ OURS = "pathgls: encode_patches (the extract loop), one 224 px view"
 
 def best_rate(fn, n: int, repeats: int) -> float:
     """Patches/s of the fastest of ``repeats`` calls of ``fn`` after one warm-up call."""
+    from bench_extract_io import timed  # benchmarks/ is on sys.path (see main)
+
     fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return n / best
+    return timed(fn, n, repeats)
 
 
 def busy_seconds() -> float | None:

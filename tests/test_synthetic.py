@@ -12,6 +12,7 @@ from pathgls.testing.synthetic import (
     tiled_source,
     upsampled_source,
     write_aperio_pyramid,
+    write_mosaic_40x,
 )
 
 openslide = pytest.importorskip("openslide")
@@ -183,3 +184,15 @@ def test_bad_inputs_are_clear_errors(cmu_rgb: np.ndarray, tmp_path: Path) -> Non
     assert list(tmp_path.iterdir()) == []  # no partial output left behind
     with pytest.raises(ValueError, match="smaller than one"):
         tiled_source(cmu_rgb[:100, :100], tile=256)
+
+
+def test_mosaic_40x_without_a_20x_level(cmu_rgb: np.ndarray, tmp_path: Path) -> None:
+    # the benchmarks' slide: real 20× pixels upsampled 2× at 40×, levels 40×, 10×, 2.5×
+    path = write_mosaic_40x(tmp_path / "m.svs", rgb=cmu_rgb[:600, :500], size=3000, level_factor=4)
+    with openslide.OpenSlide(str(path)) as s:
+        assert s.level_dimensions[:3] == ((3000, 3000), (750, 750), (188, 188))
+        assert float(s.properties["openslide.mpp-x"]) == pytest.approx(0.25)
+        got = _read(s, 0, (0, 0), (1000, 1200))
+    want = cmu_rgb[:600, :500].repeat(2, axis=0).repeat(2, axis=1).astype(np.int16)
+    assert np.abs(got - want).mean() < 3.0  # JPEG quality 90 on real texture
+    assert np.abs(got[:1000, :1000] - want[:1000, :1000]).max() > 0  # it is JPEG, not raw

@@ -58,6 +58,7 @@ __all__ = [
     "tiled_source",
     "upsampled_source",
     "write_aperio_pyramid",
+    "write_mosaic_40x",
 ]
 
 
@@ -546,6 +547,28 @@ class _PyramidBuilder:
         if (h, w) != (t, t):
             px = np.pad(px, ((0, t - h), (0, t - w), (0, 0)), mode="edge")
         return px
+
+
+def write_mosaic_40x(
+    path: str | os.PathLike[str], *, rgb: np.ndarray, size: int, level_factor: int = 2
+) -> Path:
+    """A ``size`` × ``size`` 40× (0.25 µm/px) Aperio pyramid of a real 20× image, for benchmarks.
+
+    Level 0 is ``rgb`` upsampled 2× (nearest, so the real texture sits at the 40× scale) and
+    tiled as a mirrored mosaic up to any slide size; JPEG tiles of 256 px, quality 90.
+    ``level_factor=4`` writes 40×, 10×, 2.5×, ... — **no 20× level**, so 20× patches are 2×
+    reductions of level 0, as on many scanners' files; 2 gives a native 20× level.
+    """
+    up = _check_rgb(rgb, "rgb").repeat(2, axis=0).repeat(2, axis=1)
+    return write_aperio_pyramid(
+        path,
+        source=tiled_source(up, tile=256),
+        width=size,
+        height=size,
+        mpp=0.25,
+        magnification=40,
+        level_factor=level_factor,
+    )
 
 
 def _checked(px: Any, x: int, y: int, w: int, h: int) -> np.ndarray:
