@@ -245,7 +245,8 @@ class JpegTiles:
         data = os.pread(self._fd, count, int(lv.offsets[index]))
         if self.decoder == "simplejpeg":
             arr = np.empty(shape, dtype=np.uint8)
-            head = b"\xff\xd8" + (_ADOBE_RGB if lv.draft_mode == "YCbCr" else b"")
+            rgb_coded = lv.draft_mode == "YCbCr"  # TIFF photometric RGB: keep components as is
+            head = b"\xff\xd8" + (_ADOBE_RGB if rgb_coded else b"")
             body = lv.tables[2:-2] if lv.tables else b""
             stream = head + body + (data[2:] if data[:2] == b"\xff\xd8" else data)
             arr = simplejpeg.decode_jpeg(
