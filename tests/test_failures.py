@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
+from replay_inputs import contradicting_records, write_replay
 from typer.testing import CliRunner
 
 from pathgls.attacks.prompts import DEFAULT_ATTACK
@@ -32,16 +32,6 @@ from pathgls.types import ScoreCard
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "failure_cases.ipynb"
 ATTACK = f"attack:{DEFAULT_ATTACK}"
 ITEM = "cmu-1-small-region"
-ORIGINAL = (
-    "Microscopic: benign glands without atypia. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma.\n"
-    "Immunohistochemistry: ER positive."
-)
-ATTACKED = (
-    "Microscopic: atypical glands with necrosis. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma, high grade.\n"
-    "Immunohistochemistry: ER positive."
-)
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +51,7 @@ def replay_run(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path, tiny_c
     slides = root / "slides"
     slides.mkdir()
     (slides / cmu_slide.name).symlink_to(cmu_slide.resolve())
-    records = [
-        {"item_id": ITEM, "condition": "original", "report": ORIGINAL},
-        {"item_id": ITEM, "condition": "stain", "report": ORIGINAL},
-        {"item_id": ITEM, "condition": ATTACK, "report": ATTACKED},
-    ]
-    replay = root / "replay.jsonl"
-    replay.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    replay = write_replay(root / "replay.jsonl", contradicting_records(ITEM, ATTACK))
     config = load_config(run={"subjects": (f"replay:{replay}",)}, encoder={"name": f"hf:{clip}"})
     run_benchmark(source=slides, config=config, out=root / "run", plots=False)
     return root / "run"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import os
 import re
 from pathlib import Path
@@ -13,6 +12,7 @@ import html5lib
 import pytest
 from browser import check_page, find_chromium
 from PIL import Image
+from replay_inputs import contradicting_records, write_references, write_replay
 from typer.testing import CliRunner
 
 from pathgls.cli import app
@@ -26,16 +26,6 @@ from pathgls.inspect.run_report import (
 )
 from pathgls.runner.run import run_benchmark
 
-ORIGINAL = (
-    "Microscopic: benign glands without atypia. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma.\n"
-    "Immunohistochemistry: ER positive."
-)
-ATTACKED = (
-    "Microscopic: atypical glands with necrosis. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma, high grade.\n"
-    "Immunohistochemistry: ER positive."
-)
 ATTACK = "attack:false-malignant-history"
 DATA_URI = re.compile(r"^data:image/png;base64,([A-Za-z0-9+/=]+)$")
 #: Where the browser tests keep their screenshots (default: the test's tmp_path).
@@ -51,18 +41,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, tiny_cl
     slides = root / "slides"
     slides.mkdir()
     (slides / cmu.name).symlink_to(cmu.resolve())
-    records = [
-        {"item_id": cmu.stem, "condition": "original", "report": ORIGINAL},
-        {"item_id": cmu.stem, "condition": "stain", "report": ORIGINAL},
-        {"item_id": cmu.stem, "condition": ATTACK, "report": ATTACKED},
-    ]
-    replay = root / "replay.jsonl"
-    replay.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
-    refs = root / "refs.tsv"
-    refs.write_text(
-        f"item_id\treference\n{cmu.stem}\tDiagnosis: invasive ductal carcinoma, grade 2.\n",
-        encoding="utf-8",
-    )
+    replay = write_replay(root / "replay.jsonl", contradicting_records(cmu.stem, ATTACK))
+    refs = write_references(root / "refs.tsv", cmu.stem)
     config = PathGLSConfig(
         run=RunConfig(subjects=(f"replay:{replay}", "captioner")),
         encoder=EncoderConfig(name=f"hf:{tiny_clip}"),

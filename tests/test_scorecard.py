@@ -16,6 +16,7 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+from replay_inputs import contradicting_records, write_references, write_replay
 from typer.testing import CliRunner
 
 from pathgls.cli import app
@@ -55,16 +56,6 @@ V1 = ROOT / "tests" / "data" / "scorecards_v1"
 SCHEMA = json.loads(resource("scorecard.schema.json").read_text(encoding="utf-8"))
 V1_NAMES = ("ok_grounded", "partial", "failed")
 ATTACK = "attack:false-malignant-history"
-ORIGINAL = (
-    "Microscopic: benign glands without atypia. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma.\n"
-    "Immunohistochemistry: ER positive."
-)
-ATTACKED = (
-    "Microscopic: atypical glands with necrosis. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma, high grade.\n"
-    "Immunohistochemistry: ER positive."
-)
 # schema $defs of each typed evidence record
 RECORD_DEFS = {
     GroundingEvidence: "grounding_evidence",
@@ -103,20 +94,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, tiny_cl
     slides.mkdir()
     for f in (cmu, roi, no_mpp):
         (slides / f.name).symlink_to(f.resolve())
-    records = [
-        {"item_id": cmu.stem, "condition": "original", "report": ORIGINAL},
-        {"item_id": cmu.stem, "condition": "stain", "report": ORIGINAL},
-        {"item_id": cmu.stem, "condition": ATTACK, "report": ATTACKED},
-        {"item_id": roi.stem, "condition": "original", "report": ORIGINAL},
-        {"item_id": roi.stem, "condition": ATTACK, "report": ATTACKED},
-    ]
-    replay = root / "replay.jsonl"
-    replay.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
-    refs = root / "refs.tsv"
-    refs.write_text(
-        f"item_id\treference\n{cmu.stem}\tDiagnosis: invasive ductal carcinoma, grade 2.\n",
-        encoding="utf-8",
-    )
+    records = contradicting_records(cmu.stem, ATTACK)
+    records += contradicting_records(roi.stem, ATTACK, stain=False)
+    replay = write_replay(root / "replay.jsonl", records)
+    refs = write_references(root / "refs.tsv", cmu.stem)
     config = PathGLSConfig(
         run=RunConfig(subjects=(f"replay:{replay}",)), encoder=EncoderConfig(name=f"hf:{clip}")
     )
