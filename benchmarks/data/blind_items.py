@@ -1,0 +1,129 @@
+"""The blind Logic contradiction set: how its items are stored, split and applied.
+
+Items were written by hand by helpers who never read pathgls's code (see README.md in this
+folder), as edits of real reports: rows of ``../shared/data/reports/tcga_reports_dev.tsv``
+(``source = "tcga"``) or references of ``../shared/data/expert_scores/hare_expert_dev.tsv``
+(``source = "expert"``). The report texts are never stored here: an item keeps only the span
+it replaces (offsets into the base text and a SHA-256 of the replaced characters), the new text
+that replaces it, and the span of the statement it contradicts (offsets into the edited text).
+
+``split`` was assigned once, before any rule was written or tuned, by a hash of the item's
+``group`` (a contradiction and its look-alike control share a group and a split), balanced per
+class: ``dev`` is the half Logic was tuned on, ``test`` the untouched half, reported once.
+
+Usage (writes logic_blind.jsonl from the helpers' raw files; run once):
+    python benchmarks/data/blind_items.py --raw /work/blind/ba.jsonl /work/blind/bb.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+OUT = HERE / "logic_blind.jsonl"
+SALT = "pathgls-logic-blind-2026-11-26"
+
+
+def base_texts(shared: Path = SHARED) -> dict[tuple[str, str], str]:
+    """(source, base id) → the unedited report text."""
+    csv.field_size_limit(sys.maxsize)
+    out: dict[tuple[str, str], str] = {}
+    with open(shared / "reports" / "tcga_reports_dev.tsv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            out[("tcga", row["id"])] = row["report"]
+    with open(shared / "expert_scores" / "hare_expert_dev.tsv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            if row["reference"].strip():
+                out[("expert", row["case_id"])] = row["reference"]
+    return out
+
+
+def apply(item: dict, texts: dict[tuple[str, str], str]) -> tuple[str, str]:
+    """The unedited and the edited text of an item (checks the stored hash)."""
+    base = texts[(item["source"], item["base_id"])]
+    a, b = item["at"]
+    if hashlib.sha256(base[a:b].encode()).hexdigest()[:16] != item["sha"]:
+        raise ValueError(f"{item['id']}: the base text changed under the item")
+    return base, base[:a] + item["insert"] + base[b:]
+
+
+def _compact(raw: dict, texts: dict[tuple[str, str], str]) -> dict:
+    base = texts[(raw["source"], raw["base_id"])]
+    assert base.count(raw["original"]) == 1, raw["id"]
+    start = base.index(raw["original"])
+    orig, new = raw["original"], raw["edited"]
+    p = 0
+    while p < min(len(orig), len(new)) and orig[p] == new[p]:
+        p += 1
+    s = 0
+    while s < min(len(orig), len(new)) - p and orig[-1 - s] == new[-1 - s]:
+        s += 1
+    a, b = start + p, start + len(orig) - s
+    insert = new[p : len(new) - s]
+    edited = base[:a] + insert + base[b:]
+    against = edited.find(raw["against"])
+    assert against >= 0, raw["id"]
+    return {
+        "id": raw["id"],
+        "source": raw["source"],
+        "base_id": raw["base_id"],
+        "organ": raw["organ"],
+        "class": raw["class"],
+        "kind": raw["kind"],
+        "group": raw["group"],
+        "at": [a, b],
+        "sha": hashlib.sha256(base[a:b].encode()).hexdigest()[:16],
+        "insert": insert,
+        "against": [against, against + len(raw["against"])],
+        "note": raw["note"],
+    }
+
+
+def split(items: list[dict]) -> None:
+    """Give every item its ``split``: half of each class's groups to dev, half to test."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    for it in items:
+        groups[it["class"]].add(it["group"])
+    which: dict[str, str] = {}
+    for members in groups.values():
+        ordered = sorted(members, key=lambda g: hashlib.sha256(f"{SALT}:{g}".encode()).hexdigest())
+        for i, g in enumerate(ordered):
+            which[g] = "dev" if i < (len(ordered) + 1) // 2 else "test"
+    for it in items:
+        it["split"] = which[it["group"]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--raw", nargs="+", type=Path, required=True)
+    args = ap.parse_args()
+    texts = base_texts()
+    items = [
+        _compact(json.loads(line), texts)
+        for path in args.raw
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    split(items)
+    with open(OUT, "w", encoding="utf-8") as fh:
+        for it in items:
+            fh.write(json.dumps(it, ensure_ascii=False) + "\n")
+    for it in items:
+        apply(it, texts)
+    counts: dict[tuple[str, str, str], int] = defaultdict(int)
+    for it in items:
+        counts[(it["split"], it["class"], it["kind"])] += 1
+    for key in sorted(counts):
+        print(*key, counts[key])
+
+
+if __name__ == "__main__":
+    main()
