@@ -50,15 +50,17 @@ from pathgls.types import GateDecision, ModuleScore, ScoreCard
 #: the numbers rounded to them, so a printed route never contradicts the printed numbers.
 GATE_DECIMALS = 3
 
-#: How to get a module scored, for the reason that names a missing required module.
-ENABLE_HINTS: Mapping[str, str] = MappingProxyType(
+#: How to get a module scored (what to give, and the command), for the reason that names a
+#: missing required module. The command is left out when the module's own missing reason
+#: already gives it.
+ENABLE_HINTS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
-        "grounding": "give an image-text encoder (`pathgls models pull plip`, then "
-        "`--encoder plip`) and a report that names what the image shows",
-        "report": "give the item a reference report (`--references refs.tsv`, "
-        "`evaluate --reference FILE`)",
-        "hare": "give the item a reference report (`--references refs.tsv`) with HARE on "
-        "(`[run] hare = true`)",
+        "grounding": (
+            "an image-text encoder and a report that names what the image shows",
+            "`pathgls models pull plip`, then `--encoder plip`",
+        ),
+        "report": ("a reference report for the item", "`--references refs.tsv`"),
+        "hare": ("a reference report for the item, with HARE on", "`--references refs.tsv`"),
     }
 )
 
@@ -282,12 +284,19 @@ def _requirement_reason(
             states.append(f"{m} not in the scorecard")
         else:
             states.append(f"{m} missing ({score.missing_reason or 'no value'})")
-    hints = [f"{m}: {ENABLE_HINTS[m]}" for m in alternatives if m in ENABLE_HINTS]
+    hints = []
+    for m in alternatives:
+        if m not in ENABLE_HINTS:
+            continue
+        needs, command = ENABLE_HINTS[m]
+        score = modules.get(m)
+        given = score is not None and command in (score.missing_reason or "")
+        hints.append(f"{m} needs {needs}" + ("" if given else f" ({command})"))
     what = " or ".join(alternatives)
     text = f"deploy needs {what} scored: " + "; ".join(states)
     if hints:
-        text += "; to score it, " + "; ".join(hints)
-    return text + " ([gate] required lists the modules deploy needs)"
+        text += "; " + "; ".join(hints)
+    return text + " ([gate] required lists what deploy needs)"
 
 
 def _deploy_blocks(

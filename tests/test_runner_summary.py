@@ -328,9 +328,9 @@ def test_plots_name_missing_modules_shorten_specs_and_mark_random_weights(
     assert labels[1] == "#2 captioner" and all(len(t) <= 44 for t in labels)
     (openai,) = [t for t in labels if t.startswith("#1 openai:")]
     assert openai.endswith("mistral-7b") and "…" in openai
-    # the first group is the number the subjects are ranked on
+    # the first groups are the numbers the subjects are ranked on
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks[:3] == ["matched trust\n(ranked on)", "coverage", "full trust"]
+    assert ticks[:3] == ["coverage", "matched trust\n(ranked on)", "full trust"]
     ticks = [t.get_text() for t in modules_fig.axes[0].get_xticklabels()]
     assert all(len(t) <= 24 for t in ticks) and any(t.startswith("openai") for t in ticks)
     for fig in figures:

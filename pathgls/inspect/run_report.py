@@ -218,6 +218,7 @@ def _comparisons(
                 {
                     "a": p.a,
                     "b": p.b,
+                    "refused": None,
                     "n": p.n,
                     "on": p.matched_on,
                     "means": f"{p.mean_a:.3f} / {p.mean_b:.3f}",

@@ -57,8 +57,9 @@ class CompareConfig:
     confidence: float = 0.95
     # Permutation resamples (exact sign-flip enumeration when 2^n is at most this).
     n_permutations: int = 9999
-    # |A − B| at or below this is a tie.
-    tie_margin: float = 1e-9
+    # |A − B| at or below this is a tie: half the last printed decimal, so a difference shown
+    # as ±0.000 is never counted as a win or a loss.
+    tie_margin: float = 0.0005
     # Items listed where the two disagree most.
     top: int = 5
     # Seed of the bootstrap and of the permutations.

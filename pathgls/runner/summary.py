@@ -261,7 +261,7 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
 
 
 #: The bar groups of :func:`plot_subjects`: the ranking's number and coverage, then the rest.
-PLOT_GROUPS = (MATCHED, COVERAGE, "trust", "grounding", "logic", "stability", "report", "hare")
+PLOT_GROUPS = (COVERAGE, MATCHED, "trust", "grounding", "logic", "stability", "report", "hare")
 _GROUP_LABELS = {MATCHED: "matched trust\n(ranked on)", COVERAGE: "coverage", "trust": "full trust"}
 
 
@@ -277,9 +277,9 @@ def plot_subjects(
 ) -> Path:
     """Grouped bars per subject, in rank order, with CI error bars; PNG at ``path``.
 
-    The first group is the matched trust the subjects are ranked on (each legend entry names
-    its rank and the modules it was matched on), then the coverage beside the full trust, then
-    each module. A value a subject has not got is a slot labelled "missing" (not a blank); the
+    The first groups are what the subjects are ranked on: the coverage, then the matched trust
+    (each legend entry names its rank and the modules it was matched on); then the full trust,
+    then each module. A value a subject has not got is a slot labelled "missing" (not a blank); the
     legend sits beside the bars; ``random_note`` (see :func:`random_note`) is a red title.
 
     Raises:
