@@ -4,13 +4,21 @@ The trust score is ``S = Σ w_m S_m`` over the modules that could run, with thei
 renormalised to sum to 1 (DESIGN.md, Defaults: a module that cannot run is reported as
 missing, never replaced by a made-up number). When no weighted module could run the trust
 score is ``None`` with a reason, and the gate sends the report to human review — a missing
-score is never deployed.
+score is never deployed. The *coverage* of a card is the share of the fusion weight its
+scored modules carry; a trust made of fewer modules is a different number, which is why the
+gate needs enough coverage and the modules listed in ``[gate] required`` (by default
+grounding: the only module that looks at the image) before it deploys, and why subjects are
+ranked on the modules they share (:mod:`pathgls.meta.ranking`). docs/scores.md states the rules.
 
 With a reference report the item also has a ``report`` module (the report-side component,
 :mod:`pathgls.baselines.report_side`), fused with its own weight. Modules that need a reference
 (``FusionConfig.reference_modules``) and are not on the card are *absent*: not fused, not
 missing, not counted in the gate's coverage and their floors not checked — the trust and the
 gate of an item without a reference are exactly those of its other modules.
+
+The gate decides on the numbers it prints: trust, scores, thresholds and shares rounded to
+:data:`GATE_DECIMALS`. Its reasons start with the decision, then name every scored module in
+order of how much it lowered the trust.
 
 The reference code of PathGLS multiplies the fused score by 0.6 when ``S_l < 0.5`` and by
 0.8 when ``S_g < 0.25``. The paper does not describe these penalties, so they are off by
@@ -38,6 +46,24 @@ from pathgls.evidence import (
 )
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
+#: Decimals of every trust, score, threshold and share the gate prints. The gate decides on
+#: the numbers rounded to them, so a printed route never contradicts the printed numbers.
+GATE_DECIMALS = 3
+
+#: How to get a module scored (what to give, and the command), for the reason that names a
+#: missing required module. The command is left out when the module's own missing reason
+#: already gives it.
+ENABLE_HINTS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "grounding": (
+            "an image-text encoder and a report that names what the image shows",
+            "`pathgls models pull plip`, then `--encoder plip`",
+        ),
+        "report": ("a reference report for the item", "`--references refs.tsv`"),
+        "hare": ("a reference report for the item, with HARE on", "`--references refs.tsv`"),
+    }
+)
+
 # (module, below this value, factor) — the reference code's extra penalties.
 REFERENCE_PENALTIES: tuple[tuple[str, float, float], ...] = (
     ("logic", 0.5, 0.6),
@@ -62,6 +88,9 @@ class FusionResult:
     penalties: list[str] = field(default_factory=list)  # reference penalties that applied
     reason: str | None = None  # why trust is None
     absent: tuple[str, ...] = ()  # reference modules without a reference: neither used nor missing
+    # share of the fusion weight of the modules the item can have (absent ones excluded) that
+    # was scored: Σ w_used / Σ w_not-absent (0.0 when nothing could be fused)
+    coverage: float = 0.0
 
 
 def _missing_reason(score: ModuleScore | None) -> str | None:
@@ -103,6 +132,8 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
         elif weight > 0:
             available[name] = weight
     total = sum(available.values())
+    possible = sum(w for n, w in config.weights.items() if n not in absent)
+    coverage = total / possible if possible > 0 else 0.0
     if total <= 0:
         detail = "; ".join(f"{n}: {r}" for n, r in missing.items()) or "no weighted module"
         return FusionResult(
@@ -127,6 +158,7 @@ def fuse(*, modules: Mapping[str, ModuleScore], config: FusionConfig) -> FusionR
         missing=missing,
         penalties=penalties,
         absent=absent,
+        coverage=coverage,
     )
 
 
@@ -189,6 +221,20 @@ _NOTES: Mapping[type[ModuleEvidence], Callable[[Any], str | None]] = MappingProx
 )
 
 
+def _head_and_note(score: ModuleScore) -> tuple[str, str | None]:
+    """``("grounding 0.410", "least grounded ...")``: a module's value and its evidence note."""
+    if score.value is None:
+        return f"{score.name} missing", score.missing_reason
+    value = _finite(score.value)
+    head = f"{score.name} {value:.3f}" if value is not None else f"{score.name} {score.value!r}"
+    try:
+        ev = read_evidence(score.name, score.evidence)
+    except EvidenceError as e:
+        return f"{head} (evidence unreadable: {e})", None
+    note_fn = _NOTES.get(type(ev)) if ev is not None else None
+    return head, note_fn(ev) if note_fn is not None else None
+
+
 def evidence_note(score: ModuleScore) -> str:
     """One line on a module score and the evidence behind it.
 
@@ -201,16 +247,7 @@ def evidence_note(score: ModuleScore) -> str:
     Returns:
         e.g. ``"grounding 0.410: least grounded 'mitoses' (calibrated 0.120)"``.
     """
-    if score.value is None:
-        return f"{score.name} missing: {score.missing_reason}"
-    value = _finite(score.value)
-    head = f"{score.name} {value:.3f}" if value is not None else f"{score.name} {score.value!r}"
-    try:
-        ev = read_evidence(score.name, score.evidence)
-    except EvidenceError as e:
-        return f"{head} (evidence unreadable: {e})"
-    note_fn = _NOTES.get(type(ev)) if ev is not None else None
-    note = note_fn(ev) if note_fn is not None else None
+    head, note = _head_and_note(score)
     return f"{head}: {note}" if note else head
 
 
@@ -218,16 +255,113 @@ def _value_of(score: ModuleScore | None) -> float | None:
     return None if score is None else score.finite_value
 
 
-def _apart(value: float, threshold: float) -> tuple[str, str]:
-    """Both numbers with 3 decimals, or as many more (up to 6) as it takes to tell them apart.
+def shown(x: float) -> float:
+    """``x`` rounded to :data:`GATE_DECIMALS`: the number the gate prints and decides on."""
+    return round(float(x), GATE_DECIMALS)
 
-    A trust of 0.49996 shown as "0.500 < review 0.500" reads as a bug; "0.49996 < 0.50000" not.
+
+def _num(x: float) -> str:
+    return f"{shown(x):.{GATE_DECIMALS}f}"
+
+
+def _pct(x: float) -> str:
+    """A share as printed and compared by the gate: ``0.3`` → ``"30.0%"``."""
+    return f"{shown(x) * 100:.1f}%"
+
+
+def _requirement_reason(
+    alternatives: tuple[str, ...], modules: Mapping[str, ModuleScore], absent: Collection[str]
+) -> str | None:
+    """Why a ``[gate] required`` entry is not met, or None when one of its modules scored."""
+    if any(_value_of(modules.get(m)) is not None for m in alternatives):
+        return None
+    states = []
+    for m in alternatives:
+        score = modules.get(m)
+        if m in absent:
+            states.append(f"{m} absent (the item has no reference report)")
+        elif score is None:
+            states.append(f"{m} not in the scorecard")
+        else:
+            states.append(f"{m} missing ({score.missing_reason or 'no value'})")
+    hints = []
+    for m in alternatives:
+        if m not in ENABLE_HINTS:
+            continue
+        needs, command = ENABLE_HINTS[m]
+        score = modules.get(m)
+        given = score is not None and command in (score.missing_reason or "")
+        hints.append(f"{m} needs {needs}" + ("" if given else f" ({command})"))
+    what = " or ".join(alternatives)
+    text = f"deploy needs {what} scored: " + "; ".join(states)
+    if hints:
+        text += "; " + "; ".join(hints)
+    return text + " ([gate] required lists what deploy needs)"
+
+
+def _deploy_blocks(
+    *,
+    modules: Mapping[str, ModuleScore],
+    config: GateConfig,
+    coverage: float | None,
+    absent: Collection[str],
+) -> list[str]:
+    """Every condition besides the trust that keeps a report from deploy (empty: none)."""
+    blocks = [
+        r
+        for alternatives in config.requirements
+        if (r := _requirement_reason(alternatives, modules, absent)) is not None
+    ]
+    for name, floor in config.floors.items():
+        if name in absent:
+            continue
+        score = modules.get(name)
+        value = _value_of(score)
+        if value is None:
+            why = score.missing_reason if score is not None else "not in the scorecard"
+            blocks.append(f"floor {name} ≥ {_num(floor)} cannot be checked: {name} missing ({why})")
+        elif shown(value) < shown(floor):
+            note = evidence_note(score)  # type: ignore[arg-type]
+            blocks.append(f"floor broken: {name} {_num(value)} < {_num(floor)} ({note})")
+    if coverage is not None and shown(coverage) < shown(config.min_coverage):
+        blocks.append(
+            f"only {_pct(coverage)} of the fusion weight was scored; deploy needs "
+            f"≥ {_pct(config.min_coverage)}"
+        )
+    return blocks
+
+
+def _module_reasons(
+    modules: Mapping[str, ModuleScore], used: Mapping[str, float] | None
+) -> list[str]:
+    """One line per scored module, the one that lowered the trust most first.
+
+    A fused module's line says how much it lowered the trust (its share of the fused weight ×
+    (1 − its score); the shares add up to 1 − trust) and its share of the weight. Without
+    ``used`` (weights unknown) the lowest score comes first. Scored modules that are not fused
+    (e.g. ``hare`` without a weight) follow, marked so.
     """
-    for digits in (3, 4, 5, 6):
-        a, b = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
-        if a != b or value == threshold:
-            return a, b
-    return f"{value:.6f}", f"{threshold:.6f}"
+    present = [s for s in modules.values() if _value_of(s) is not None]
+    if used is None:
+        ordered = sorted(present, key=lambda s: (_value_of(s) or 0.0, s.name))
+        return [evidence_note(s) for s in ordered]
+    fused, unfused = [], []
+    for s in present:
+        if s.name in used:
+            lowered = used[s.name] * (1.0 - (_value_of(s) or 0.0))
+            fused.append((lowered, used[s.name], s))
+        else:
+            unfused.append(s)
+    fused.sort(key=lambda t: (-shown(t[0]), -t[1], t[2].name))
+    lines = []
+    for lowered, share, s in fused:
+        head, note = _head_and_note(s)
+        impact = f"lowered the trust by {_num(lowered)}; {share:.0%} of the weight"
+        lines.append(f"{head} ({impact})" + (f": {note}" if note else ""))
+    for s in sorted(unfused, key=lambda s: s.name):
+        head, note = _head_and_note(s)
+        lines.append(f"{head} (not fused)" + (f": {note}" if note else ""))
+    return lines
 
 
 def route(
@@ -237,70 +371,65 @@ def route(
     config: GateConfig,
     coverage: float | None = None,
     absent: Collection[str] = (),
+    used: Mapping[str, float] | None = None,
 ) -> GateDecision:
     """Route a report to deploy, review or reject, with reasons that point to the evidence.
 
-    Deploy needs ``trust ≥ deploy``, every floor to hold (a missing floored module does
-    not hold) and, when ``coverage`` is given, at least ``min_coverage`` of the fusion weight
-    scored; deploy-level trust that fails one of these goes to review. ``trust ≥ review`` is
-    review, below is reject. No trust score is review: it is never deployed.
+    Every comparison is made on the numbers rounded to :data:`GATE_DECIMALS` — the numbers
+    the gate prints — so a route always agrees with what is shown (0.4996 is shown as 0.500
+    and is reviewed at ``review = 0.5``). ``trust ≥ deploy`` deploys when nothing else blocks
+    it: each ``required`` entry has a scored module, every floor holds (a missing floored
+    module does not hold) and, when ``coverage`` is given, at least ``min_coverage`` of the
+    fusion weight was scored; deploy-level trust that is blocked goes to review.
+    ``trust ≥ review`` is review, below is reject. No trust score is review: it is never
+    deployed.
+
+    The reasons: first the decision (the route, the numbers that decided it and whatever
+    blocked deploy); then one line per scored module, the module that lowered the trust most
+    first (with ``used``, else the lowest score first); then what else blocks deploy (when the
+    trust alone already decided), then the missing modules.
 
     Args:
         trust: The fused trust score, or None.
-        modules: The module scores (for floors and evidence).
-        config: Thresholds and floors.
+        modules: The module scores (for requirements, floors and evidence).
+        config: Thresholds, floors and required modules.
         coverage: Share of the fusion weight carried by the modules that ran (None: unchecked).
         absent: Modules the item cannot have (a reference module without a reference): their
-            floors are not checked.
+            floors are not checked; a requirement on them alone is not met.
+        used: The fused modules' renormalised weights (:attr:`FusionResult.used`), to order
+            the modules by how much each lowered the trust.
 
     Returns:
         The decision; its first reason is the one that decided the route.
     """
     thresholds = {"deploy": config.deploy, "review": config.review}
+    thresholds["min_coverage"] = config.min_coverage
     thresholds.update({f"floor:{n}": v for n, v in config.floors.items()})
-    present = [s for s in modules.values() if _value_of(s) is not None]
-    evidence = [evidence_note(s) for s in sorted(present, key=lambda s: _value_of(s) or 0.0)]
+    evidence = _module_reasons(modules, used)
     gone = [evidence_note(s) for s in modules.values() if _value_of(s) is None]
+    blocks = _deploy_blocks(modules=modules, config=config, coverage=coverage, absent=absent)
     if trust is None or _finite(trust) is None:
         why = "; ".join(gone) or "no module scores"
         reasons = [f"no trust score: {why}", *evidence]
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
-    broken: list[str] = []
-    for name, floor in config.floors.items():
-        if name in absent:
-            continue
-        score = modules.get(name)
-        value = _value_of(score)
-        if value is None:
-            why = score.missing_reason if score is not None else "not in the scorecard"
-            broken.append(f"floor {name} ≥ {floor:.3f} cannot be checked: {name} missing ({why})")
-        elif value < floor:
-            note = evidence_note(score)  # type: ignore[arg-type]
-            broken.append(f"floor broken: {name} {value:.3f} < {floor:.3f} ({note})")
-    if coverage is not None and coverage < config.min_coverage:
-        broken.append(
-            f"only {coverage:.0%} of the fusion weight was scored; deploy needs "
-            f"≥ {config.min_coverage:.0%}"
-        )
-    if trust >= config.deploy:
-        if not broken:
+    t = shown(trust)
+    if t >= shown(config.deploy):
+        head = f"trust {_num(trust)} ≥ deploy {_num(config.deploy)}"
+        if not blocks:
             return GateDecision(
-                route="deploy",
-                reasons=["trust {} ≥ deploy {}".format(*_apart(trust, config.deploy)), *gone],
-                thresholds=thresholds,
+                route="deploy", reasons=[head, *evidence, *gone], thresholds=thresholds
             )
-        head = f"trust {trust:.3f} ≥ deploy {config.deploy:.3f} but the gate's conditions fail"
-        reasons = [*broken, head, *evidence, *gone]
+        reasons = [f"{head}, but " + "; ".join(blocks), *evidence, *gone]
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)
-    if trust >= config.review:
-        t, d = _apart(trust, config.deploy)
-        head = f"trust {t} in review band [{config.review:.3f}, {d})"
+    also = [f"also blocks deploy: {b}" for b in blocks]
+    if t >= shown(config.review):
+        head = f"trust {_num(trust)} in review band [{_num(config.review)}, {_num(config.deploy)})"
         return GateDecision(
-            route="review", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
+            route="review", reasons=[head, *evidence, *also, *gone], thresholds=thresholds
         )
-    head = "trust {} < review {}".format(*_apart(trust, config.review))
+    head = f"trust {_num(trust)} < review {_num(config.review)}"
     return GateDecision(
-        route="reject", reasons=[head, *evidence, *broken, *gone], thresholds=thresholds
+        route="reject", reasons=[head, *evidence, *also, *gone], thresholds=thresholds
     )
 
 
@@ -310,30 +439,23 @@ def gate_scorecard(card: ScoreCard, *, fusion: FusionConfig, gate: GateConfig) -
     Args:
         card: The scorecard (not modified).
         fusion: Fusion weights and penalties.
-        gate: Gate thresholds and floors.
+        gate: Gate thresholds, floors and required modules.
 
     Returns:
         The scorecard with ``trust`` and ``decision`` set; applied reference penalties are
-        listed among the decision's reasons.
+        listed among the decision's reasons, right after the decision.
     """
     fused = fuse(modules=card.modules, config=fusion)
-    total = sum(w for n, w in fusion.weights.items() if n not in fused.absent)
-    coverage = sum(fusion.weights[n] for n in fused.used) / total
     decision = route(
         trust=fused.trust,
         modules=card.modules,
         config=gate,
-        coverage=coverage,
+        coverage=fused.coverage,
         absent=fused.absent,
+        used=fused.used,
     )
     if fused.trust is None and fused.reason:
         decision.reasons[0] = f"no trust score: {fused.reason}"
-    for name in fusion.reference_modules:
-        if name in fused.used:
-            note = evidence_note(card.modules[name])
-            decision.reasons.append(
-                f"fused with the reference: {name} carries {fused.used[name]:.0%} of the trust "
-                f"({note})"
-            )
-    decision.reasons.extend(f"reference penalty: {p}" for p in fused.penalties)
+    penalties = [f"reference penalty: {p}" for p in fused.penalties]
+    decision.reasons[1:1] = penalties
     return dataclasses.replace(card, trust=fused.trust, decision=decision)

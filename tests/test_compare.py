@@ -11,13 +11,8 @@ from typer.testing import CliRunner
 
 from pathgls.cli import app
 from pathgls.errors import ComparisonError
-from pathgls.meta.compare import (
-    CompareConfig,
-    compare_pair,
-    compare_subjects,
-    holm,
-    rank_with_ties,
-)
+from pathgls.meta.compare import CompareConfig, compare_pair, compare_subjects
+from pathgls.meta.stats import holm, rank_with_ties
 from pathgls.runner.store import ResultsStore
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 

@@ -101,7 +101,7 @@ def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path, ROIS) ->
         f"[run]\nsubjects = {json.dumps(subjects)}\nattack = {json.dumps(attack)}\nseed = 3\n"
         "[logic]\ntop_k_fraction = 1.0\n"
         "[fusion.weights]\ngrounding = 0.2\nlogic = 0.1\nstability = 0.7\n"
-        "[gate]\ndeploy = 0.7\n",
+        "[gate]\ndeploy = 0.7\nrequired = []\n",
         encoding="utf-8",
     )
     run, again = tmp_path / "run", tmp_path / "again"
@@ -110,6 +110,7 @@ def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path, ROIS) ->
     assert saved["run"]["subjects"] == subjects and saved["run"]["attack"] == attack
     assert saved["run"]["seed"] == 5  # the option given wins over the file's 3
     assert saved["logic"]["top_k_fraction"] == 1.0 and saved["gate"]["deploy"] == 0.7
+    assert saved["gate"]["required"] == []  # deploy without the image, as the file says
     assert saved["fusion"]["weights"] == {"grounding": 0.2, "logic": 0.1, "stability": 0.7}
 
     invoke("benchmark", src, "--config", run / "config.toml", "--out", again)
@@ -132,8 +133,9 @@ def test_values_set_in_a_file_are_honoured_and_recorded(tmp_path: Path, ROIS) ->
     default_trust = fuse(modules=replayed.modules, config=load_config().fusion).trust
     assert replayed.trust == pytest.approx(custom_trust)
     assert custom_trust != pytest.approx(default_trust)
-    # ... and the gate: stability alone carries 0.7 ≥ min_coverage of the weight, so the
-    # captioner's stable report reaches the file's deploy threshold (default weights: review)
+    # ... and the gate: stability alone carries 0.7 ≥ min_coverage of the weight and the file
+    # requires no module, so the captioner's stable report reaches the file's deploy threshold
+    # (default weights and requirements: review)
     plain = by_subject["captioner"]
     assert plain.modules["stability"].value >= 0.7
     assert plain.decision.route == "deploy", plain.decision.reasons

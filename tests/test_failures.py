@@ -73,6 +73,11 @@ def _texts(nb: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
+#: The demo's lowest-trust card: the example report that contradicts itself and changes its
+#: diagnosis under the stain and the attack (pathgls/resources/demo_example_reports.jsonl).
+WORST = "cmu-1-roi-450-2199"
+
+
 def test_notebook_is_saved_clean() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
@@ -104,20 +109,20 @@ def test_notebook_runs_on_the_demo_output(
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # grounding, logic
     # the demo's self-contradicting, attack-flipped example report is the worst: the Logic and
     # Stability sections show its contradiction and its changed diagnosis
-    assert worst.item_id == "ihc" and worst.subject.startswith("replay:")
-    assert "No lymphovascular invasion is identified." in text
+    assert worst.item_id == WORST and worst.subject.startswith("replay:")
+    assert "No malignancy is identified." in text
     assert "High-grade invasive carcinoma" in text
 
 
 def test_load_run_tables_every_card_and_ranks_by_trust(demo_run: Path) -> None:
     view = load_run(demo_run)
-    assert len(view.cards) == 6 and list(view.table.columns) == list(COLUMNS)
+    assert len(view.cards) == 21 and list(view.table.columns) == list(COLUMNS)
     assert view.table["grounding"].isna().all()  # no encoder weights in the demo
     worst = lowest_trust(view, n=2)
     assert len(worst) == 2 and worst["trust"].is_monotonic_increasing
     assert worst["trust"].iloc[0] == view.table["trust"].min()
     # the demo's self-contradicting example, then the captioner the attack flips
-    assert worst["subject"].iloc[0].startswith("replay:") and worst["item_id"].iloc[0] == "ihc"
+    assert worst["subject"].iloc[0].startswith("replay:") and worst["item_id"].iloc[0] == WORST
     assert worst["subject"].iloc[1] == "captioner-obedient"
 
 
@@ -134,9 +139,9 @@ def test_cards_without_trust_follow_the_ranked_ones(demo_run: Path, tmp_path: Pa
     store.write_card(failed)
     (store.scorecards_dir / "captioner" / "garbage.json").write_text("{", encoding="utf-8")
     view = load_run(store.root)
-    assert len(view.cards) == 7 and len(view.unreadable) == 1
+    assert len(view.cards) == 22 and len(view.unreadable) == 1
     ranked = lowest_trust(view, n=1)
-    assert list(ranked["item_id"]) == ["ihc", "broken-slide"]
+    assert list(ranked["item_id"]) == [WORST, "broken-slide"]
     row = ranked.iloc[-1]
     assert np.isnan(row["trust"]) and row["route"] == "failed"
     assert row["reason"] == "slide: cannot open broken-slide.svs"

@@ -111,17 +111,24 @@ def test_gate_config_validation(kw) -> None:
     ("trust", "expected"),
     [
         (0.75, "deploy"),
-        (0.7499999, "review"),
+        (0.7495, "deploy"),  # printed 0.750: the rounded number decides
+        (0.7494999, "review"),  # printed 0.749
         (0.5, "review"),
-        (0.4999999, "reject"),
+        (0.4996, "review"),  # printed 0.500 (the demo's captioner-obedient, issue 24)
+        (0.4994999, "reject"),  # printed 0.499
         (1.0, "deploy"),
         (0.0, "reject"),
     ],
 )
-def test_route_at_thresholds(trust: float, expected: str) -> None:
+def test_route_at_thresholds_agrees_with_the_printed_trust(trust: float, expected: str) -> None:
     d = route(trust=trust, modules=mods(), config=GateConfig())
     assert d.route == expected
-    assert d.thresholds == {"deploy": 0.75, "review": 0.5}
+    assert d.thresholds == {"deploy": 0.75, "review": 0.5, "min_coverage": 0.6}
+    # the decision line shows the trust with the decimals it was decided on
+    shown = f"{round(trust, 3):.3f}"
+    assert f"trust {shown} " in d.reasons[0]
+    sign = {"deploy": "≥ deploy", "review": "in review band", "reject": "< review"}[expected]
+    assert sign in d.reasons[0]
 
 
 def test_floor_blocks_deploy_and_names_module() -> None:
@@ -158,8 +165,28 @@ def test_reasons_point_to_evidence() -> None:
     assert "'mitotic figures'" in text and "0.120" in text
     assert "'tumour is benign'" in text and "'invasive carcinoma'" in text and "0.930" in text
     assert "prompt attack (0.600)" in text and "diagnosis changed" in text
-    # Weakest module first after the decisive reason.
+    # Without the weights: the weakest module first after the decisive reason.
     assert d.reasons[1].startswith("grounding 0.200")
+
+
+def test_reasons_follow_how_much_each_module_lowered_the_trust() -> None:
+    # grounding 0.7 with weight 0.4 lowers the trust by 0.12; logic 0.5 with 0.3 by 0.15;
+    # stability 0.9 by 0.03: logic moved it most although grounding's weight is larger
+    card = ScoreCard(item_id="x", modules=mods(0.7, 0.5, 0.9))
+    got = gate_scorecard(card, fusion=FusionConfig(), gate=GateConfig())
+    assert got.trust == pytest.approx(0.7)
+    heads = [r.split(" (")[0] for r in got.decision.reasons[1:4]]
+    assert heads == ["logic 0.500", "grounding 0.700", "stability 0.900"]
+    assert "lowered the trust by 0.150; 30% of the weight" in got.decision.reasons[1]
+    assert "lowered the trust by 0.120; 40% of the weight" in got.decision.reasons[2]
+    # the lowered amounts add up to 1 − trust
+    lowered = [float(r.split("lowered the trust by ")[1][:5]) for r in got.decision.reasons[1:4]]
+    assert sum(lowered) == pytest.approx(1 - got.trust)
+    # a scored module without a weight (hare) is named, marked as not fused, after them
+    card.modules["hare"] = ModuleScore(name="hare", value=0.2)
+    got = gate_scorecard(card, fusion=FusionConfig(), gate=GateConfig())
+    assert got.trust == pytest.approx(0.7)
+    assert got.decision.reasons[4] == "hare 0.200 (not fused)"
 
 
 def test_evidence_with_missing_keys_does_not_crash() -> None:
@@ -265,17 +292,18 @@ def test_deploy_needs_enough_of_the_fusion_weight() -> None:
         gate=GateConfig(),
     )
     assert alone.trust == pytest.approx(1.0) and alone.decision.route == "review"
-    assert any("only 30% of the fusion weight" in r for r in alone.decision.reasons)
+    assert any("only 30.0% of the fusion weight" in r for r in alone.decision.reasons)
+    no_image = GateConfig(required=[])  # the coverage rule alone, without the image rule
     pair = gate_scorecard(
         ScoreCard(item_id="p", modules=mods(None, 0.9, 0.9)),
         fusion=FusionConfig(),
-        gate=GateConfig(),
+        gate=no_image,
     )
     assert pair.decision.route == "deploy"
     relaxed = gate_scorecard(
         ScoreCard(item_id="s", modules=mods(None, None, 1.0)),
         fusion=FusionConfig(),
-        gate=GateConfig(min_coverage=0.3),
+        gate=GateConfig(min_coverage=0.3, required=[]),
     )
     assert relaxed.decision.route == "deploy"
     with pytest.raises(ConfigError):
@@ -317,12 +345,135 @@ def test_cli_reference_penalties_flag(tmp_path: Path) -> None:
     assert "reference penalty: logic" in row["reasons"]
 
 
-def test_reasons_tell_a_trust_just_below_a_threshold_from_it() -> None:
-    from pathgls.fusion import _apart
+def test_floors_and_coverage_decide_on_the_printed_numbers() -> None:
+    # grounding 0.8996 is printed 0.900: it holds a 0.9 floor
+    cfg = GateConfig(floors={"grounding": 0.9})
+    assert route(trust=0.95, modules=mods(0.8996), config=cfg).route == "deploy"
+    d = route(trust=0.95, modules=mods(0.8994), config=cfg)
+    assert d.route == "review" and "grounding 0.899 < 0.900" in d.reasons[0]
+    # coverage 0.5996 is printed 60.0%: enough for min_coverage 0.6
+    assert route(trust=0.9, modules=mods(), config=GateConfig(), coverage=0.5996).route == (
+        "deploy"
+    )
+    d = route(trust=0.9, modules=mods(), config=GateConfig(), coverage=0.5994)
+    assert d.route == "review" and "only 59.9% of the fusion weight" in d.reasons[0]
 
-    assert _apart(0.49996, 0.5) == ("0.49996", "0.50000")
-    assert _apart(0.4999, 0.5) == ("0.4999", "0.5000")
-    assert _apart(0.338, 0.5) == ("0.338", "0.500")
-    assert _apart(0.5, 0.5) == ("0.500", "0.500")
-    d = route(trust=0.4999, modules=mods(), config=GateConfig())
-    assert d.route == "reject" and d.reasons[0] == "trust 0.4999 < review 0.5000"
+
+# --- deploy needs the image ([gate] required) --------------------------------------------
+
+
+def test_deploy_needs_grounding_by_default() -> None:
+    # consistent and stable (logic, stability 0.99) but never checked against the image
+    unseen = ScoreCard(item_id="u", modules=mods(None, 0.99, 0.99))
+    got = gate_scorecard(unseen, fusion=FusionConfig(), gate=GateConfig())
+    assert got.trust == pytest.approx(0.99) and got.decision.route == "review"
+    first = got.decision.reasons[0]
+    assert first.startswith("trust 0.990 ≥ deploy 0.750, but deploy needs grounding scored")
+    assert "grounding missing (no grounding input)" in first
+    assert "pathgls models pull plip" in first and "--encoder plip" in first
+    assert "[gate] required" in first
+    # with grounding scored the same report deploys
+    seen = ScoreCard(item_id="s", modules=mods(0.9, 0.99, 0.99))
+    assert gate_scorecard(seen, fusion=FusionConfig(), gate=GateConfig()).decision.route == (
+        "deploy"
+    )
+    # a requirement never lifts a low trust: below review it is still rejected, and says so
+    low = gate_scorecard(
+        ScoreCard(item_id="l", modules=mods(None, 0.2, 0.3)),
+        fusion=FusionConfig(),
+        gate=GateConfig(),
+    )
+    assert low.decision.route == "reject"
+    assert any(
+        r.startswith("also blocks deploy: deploy needs grounding") for r in low.decision.reasons
+    )
+
+
+def test_required_modules_come_from_the_config(tmp_path: Path) -> None:
+    from pathgls.config import load_config
+
+    unseen = ScoreCard(item_id="u", modules=mods(None, 0.99, 0.99))
+    path = tmp_path / "gate.toml"
+    path.write_text("[gate]\nrequired = []\n", encoding="utf-8")
+    gate = load_config(path).gate
+    assert gate.required == ()
+    assert gate_scorecard(unseen, fusion=FusionConfig(), gate=gate).decision.route == "deploy"
+    path.write_text('[gate]\nrequired = ["logic", "stability"]\n', encoding="utf-8")
+    gate = load_config(path).gate
+    assert gate.requirements == (("logic",), ("stability",))
+    assert gate_scorecard(unseen, fusion=FusionConfig(), gate=gate).decision.route == "deploy"
+    no_logic = ScoreCard(item_id="n", modules=mods(0.9, None, 0.99))
+    d = gate_scorecard(no_logic, fusion=FusionConfig(), gate=gate).decision
+    assert d.route == "review" and "deploy needs logic scored" in d.reasons[0]
+    # unknown names are refused with the closest known one
+    path.write_text('[gate]\nrequired = ["grounding|refrence"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gate\.required: unknown module 'refrence'"):
+        load_config(path)
+    for bad in ("grounding", ["groundng"], [""], ["grounding|"], [1]):
+        with pytest.raises(ConfigError, match="required"):
+            GateConfig(required=bad)
+
+
+def test_the_report_side_can_stand_in_for_the_image_when_asked() -> None:
+    either = GateConfig(required=["grounding|report"])
+    with_ref = ScoreCard(item_id="r", modules=mods(None, 0.95, 0.95))
+    with_ref.modules["report"] = ModuleScore(name="report", value=0.9)
+    assert gate_scorecard(with_ref, fusion=FusionConfig(), gate=either).decision.route == "deploy"
+    # by default the reference does not stand in for the image
+    d = gate_scorecard(with_ref, fusion=FusionConfig(), gate=GateConfig()).decision
+    assert d.route == "review" and "deploy needs grounding scored" in d.reasons[0]
+    # without a reference the report side is absent: the image is needed, and both are named
+    no_ref = ScoreCard(item_id="n", modules=mods(None, 0.95, 0.95))
+    d = gate_scorecard(no_ref, fusion=FusionConfig(), gate=either).decision
+    assert d.route == "review"
+    assert "deploy needs grounding or report scored" in d.reasons[0]
+    assert "report absent (the item has no reference report)" in d.reasons[0]
+    assert "--references refs.tsv" in d.reasons[0]
+
+
+def test_cli_require_flag_overrides_the_config(tmp_path: Path) -> None:
+    _write(tmp_path / "a.json", "unseen", (None, 0.95, 0.95))
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["route"] == "review" and "deploy needs grounding" in row["reasons"]
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), "--require", "none"])
+    assert res.exit_code == 0, res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["route"] == "deploy"
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path), "--require", "groundin"])
+    assert res.exit_code == 2 and "did you mean 'grounding'" in res.output
+
+
+def test_gate_csv_and_console_show_every_module_with_the_one_that_decides(tmp_path: Path) -> None:
+    # issue 24: a captioner with a reference — S_s 1.000, report 0.000 → trust 0.429, rejected;
+    # the report side decides and must be a column and the first module reason
+    card = ScoreCard(item_id="ihc", subject="captioner", modules=mods(None, None, 1.0))
+    card.modules["report"] = ModuleScore(name="report", value=0.0)
+    card.modules["hare"] = ModuleScore(name="hare", value=0.05)
+    (tmp_path / "c.json").write_text(card.to_json(), encoding="utf-8")
+    _write(tmp_path / "plain.json", "slide-ok", (0.9, 0.9, 0.9))  # no reference: cells empty
+    res = CliRunner().invoke(_app(), ["gate", str(tmp_path)], env={"COLUMNS": "250"})
+    assert res.exit_code == 1, res.output
+    with (tmp_path / "gate.csv").open(encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        rows = {r["item_id"]: r for r in reader}
+        header = reader.fieldnames
+    assert header == [
+        "file", "item_id", "subject", "grounding", "logic", "stability", "report", "hare",
+        "trust", "coverage", "route", "reasons",
+    ]  # fmt: skip
+    row = rows["ihc"]
+    assert (row["stability"], row["report"], row["hare"]) == ("1.000", "0.000", "0.050")
+    assert (row["grounding"], row["logic"]) == ("", "")
+    assert (row["trust"], row["route"]) == ("0.429", "reject")
+    assert row["coverage"] == f"{0.7 / 1.4:.3f}"  # stability + report of the 1.4 possible
+    reasons = row["reasons"].split(" | ")
+    assert reasons[0] == "trust 0.429 < review 0.500"
+    assert reasons[1].startswith("report 0.000 (lowered the trust by 0.571; 57% of the weight)")
+    assert rows["slide-ok"]["report"] == "" and rows["slide-ok"]["coverage"] == "1.000"
+    # the console shows the report and hare columns and the module that decided
+    for text in ("report", "hare", "report 0.000 (lowered the trust by 0.571", "cov"):
+        assert text in res.output, text

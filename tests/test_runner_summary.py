@@ -35,8 +35,10 @@ EXPECTED_COLUMNS = (
         "review",
         "reject",
     ]
-    + [f"{m}_{s}" for m in METRICS for s in ("n", "mean", "ci_low", "ci_high")]
-    + ["rank"]
+    + [f"{m}_{s}" for m in (*METRICS, "coverage") for s in ("n", "mean", "ci_low", "ci_high")]
+    + ["tier"]
+    + [f"matched_trust_{s}" for s in ("n", "mean", "ci_low", "ci_high")]
+    + ["matched_on", "rank"]
 )
 
 
@@ -152,11 +154,14 @@ def test_bootstrap_ci_rejects_bad_arguments(kwargs: dict[str, float]) -> None:
 def test_summarise_counts_and_order(cards: list[ScoreCard]) -> None:
     table = summarise(cards, n_boot=500)
     assert list(table.columns) == EXPECTED_COLUMNS
-    assert list(table["subject"]) == ["captioner", "zeta"]
-    cap = table.iloc[0]
+    # best rank first: on s1, the one item both completed, zeta was scored on grounding and
+    # logic (70% of the weight), captioner on grounding alone (40%)
+    assert list(table["subject"]) == ["zeta", "captioner"]
+    assert list(table["rank"]) == [1, 2] and list(table["tier"]) == [1, 2]
+    cap = table.iloc[1]
     assert (cap["n_items"], cap["n_ok"], cap["n_partial"], cap["n_failed"]) == (5, 3, 1, 1)
     assert (cap["deploy"], cap["review"], cap["reject"]) == (1, 1, 1)
-    zeta = table.iloc[1]
+    zeta = table.iloc[0]
     assert (zeta["n_items"], zeta["n_ok"], zeta["n_partial"], zeta["n_failed"]) == (2, 1, 0, 1)
     assert (zeta["deploy"], zeta["review"], zeta["reject"]) == (1, 0, 0)
 
@@ -184,9 +189,18 @@ def test_summarise_metric_values(cards: list[ScoreCard]) -> None:
         assert math.isnan(row["hare_ci_low"]) and math.isnan(row["hare_ci_high"])
     zeta = table.loc["zeta"]
     assert (zeta["trust_n"], zeta["trust_mean"]) == (1, pytest.approx(0.8))
-    # zeta's one trust (0.8) lies inside captioner's CI: they share rank 1
-    assert cap["trust_ci_high"] >= 0.8 and (cap["rank"], zeta["rank"]) == (1, 1)
+    # zeta's one trust (0.8) lies inside captioner's CI, but on s1 (the item both completed)
+    # zeta was scored on more of the weight: rank 1 and 2 in two coverage tiers
+    assert cap["trust_ci_high"] >= 0.8 and (cap["rank"], zeta["rank"]) == (2, 1)
     assert zeta["stability_n"] == 0
+    # coverage over each subject's completed items: s1 0.4, s2 0.7, s3 0.4, s5 0.3
+    assert cap["coverage_n"] == 4 and cap["coverage_mean"] == pytest.approx(0.45)
+    assert (zeta["coverage_n"], zeta["coverage_mean"]) == (1, pytest.approx(0.7))
+    # each tier's matched trust: its own modules on s1 (one subject per tier)
+    assert zeta["matched_on"] == "grounding+logic (1 item)"
+    assert zeta["matched_trust_mean"] == pytest.approx((0.4 * 0.6 + 0.3 * 1.0) / 0.7)
+    assert cap["matched_on"] == "grounding (1 item)"
+    assert cap["matched_trust_mean"] == pytest.approx(0.1)
 
 
 def test_summarise_ci_matches_bootstrap_ci(cards: list[ScoreCard]) -> None:
@@ -303,14 +317,20 @@ def test_plots_name_missing_modules_shorten_specs_and_mark_random_weights(
     plot_modules(cards, path=tmp_path / "m.png")
     subjects_fig, modules_fig = figures
     ax = subjects_fig.axes[0]
-    # captioner has no grounding, logic, hare: each slot says "missing"
-    assert sum(t.get_text() == "missing" for t in ax.texts) >= 3
+    # captioner has no grounding, logic: each slot says "missing"; hare (no subject has it)
+    # and report get no group
+    assert sum(t.get_text() == "missing" for t in ax.texts) == 2
+    assert "hare" not in [t.get_text() for t in ax.get_xticklabels()]
     legend = ax.get_legend()
     assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # beside the bars
-    labels = [t.get_text() for t in legend.get_texts()]
-    assert "captioner" in labels and all(len(t) <= 40 for t in labels)
-    (openai,) = [t for t in labels if t.startswith("openai:")]
+    labels = [t.get_text().split("\n")[0] for t in legend.get_texts()]
+    # rank order: the openai subject was scored on all three modules, captioner on stability
+    assert labels[1] == "#2 captioner" and all(len(t) <= 44 for t in labels)
+    (openai,) = [t for t in labels if t.startswith("#1 openai:")]
     assert openai.endswith("mistral-7b") and "…" in openai
+    # the first groups are the numbers the subjects are ranked on
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks[:3] == ["coverage", "matched trust\n(ranked on)", "full trust"]
     ticks = [t.get_text() for t in modules_fig.axes[0].get_xticklabels()]
     assert all(len(t) <= 24 for t in ticks) and any(t.startswith("openai") for t in ticks)
     for fig in figures:

@@ -228,7 +228,12 @@ def test_a_v1_run_directory_still_loads_plans_summarises_and_gates(
     ok = v1("ok_grounded")
     gated = rows["old"][ok["item_id"]]
     assert gated["route"] == ok["decision"]["route"] == "review"
-    assert gated["reasons"] == " | ".join(ok["decision"]["reasons"])  # evidence notes unchanged
+    # the same decision; the module lines now follow how much each lowered the trust
+    reasons = gated["reasons"].split(" | ")
+    assert reasons[0] == ok["decision"]["reasons"][0]
+    assert {r.split()[0] for r in reasons[1:]} == {
+        r.split()[0] for r in ok["decision"]["reasons"][1:]
+    }
     assert gated["subject"] == ok["inputs"]["subject"]
     assert gated["grounding"] == f"{ok['modules']['grounding']['value']:.3f}"
     failed = rows["old"][v1("failed")["item_id"]]
@@ -241,7 +246,15 @@ def test_regating_a_v1_card_repeats_its_decision() -> None:
     again = gate_scorecard(card, fusion=FusionConfig(), gate=GateConfig())
     assert again.trust == pytest.approx(old["trust"])
     assert again.decision is not None
-    assert dataclasses.asdict(again.decision) == old["decision"]
+    decision = dataclasses.asdict(again.decision)
+    assert decision["route"] == old["decision"]["route"]
+    assert decision["reasons"][0] == old["decision"]["reasons"][0]  # the same decision line
+    assert decision["thresholds"] == {**old["decision"]["thresholds"], "min_coverage": 0.6}
+    # every module the old reasons named is named again, the one that lowered the trust most
+    # first, with how much (0.4 × (1 − 0.291) = 0.284 for its grounding)
+    old_heads = {r.split()[0] for r in old["decision"]["reasons"][1:]}
+    assert {r.split()[0] for r in decision["reasons"][1:]} == old_heads
+    assert decision["reasons"][1].startswith("grounding 0.291 (lowered the trust by 0.284;")
 
 
 # --- bad cards --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,19 +29,41 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
+def _pct(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.0%}"
+
+
+def _num(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.3f}"
+
+
 def print_comparison(result: Any, console: Console) -> None:
-    """One row per pair, then each pair's items of largest disagreement."""
+    """One row per pair (on trust: the matched trust, with the full trust and coverage beside
+    it), then what each pair was compared on and its items of largest disagreement."""
     cfg = result.config
+    matched = result.metric == "trust"
+    what = "matched trust (the modules both were scored on)" if matched else result.metric
     table = Table(
-        title=f"Paired comparison on {result.metric} (A − B over the items both completed)",
+        title=f"Paired comparison on {what}: A − B over the items both completed",
         caption=f"CI: paired bootstrap {cfg.confidence:.0%} ({cfg.n_boot} resamples); p: "
-        "two-sided sign-flip permutation, Holm across pairs; Wilcoxon signed-rank beside it",
+        "two-sided sign-flip permutation, Holm across pairs; Wilcoxon signed-rank beside it"
+        + ("; full trust and coverage: each subject's own, over the same items" if matched else ""),
     )
-    for col in ("A", "B", "n", "mean A", "mean B", "A − B", "CI", "p", "p Holm", "p Wilcoxon"):
+    cols = ["A", "B", "n", "mean A", "mean B", "A − B", "CI", "p", "p Holm", "p Wilcoxon"]
+    for col in cols:
         table.add_column(col, justify="left" if col in ("A", "B") else "right", overflow="fold")
     table.add_column("win/tie/loss", justify="right")
+    if matched:
+        table.add_column("full trust A/B", justify="right")
+        table.add_column("coverage A/B", justify="right")
     for p in result.pairs:
         wil = "–" if p.p_wilcoxon is None else f"{p.p_wilcoxon:.3g}"
+        beside = []
+        if matched:
+            beside = [
+                f"{_num(p.trust_a)} / {_num(p.trust_b)}",
+                f"{_pct(p.coverage_a)} / {_pct(p.coverage_b)}",
+            ]
         table.add_row(
             escape(p.a),
             escape(p.b),
@@ -53,9 +76,17 @@ def print_comparison(result: Any, console: Console) -> None:
             f"{p.p_holm:.3g}",
             wil,
             f"{p.wins}/{p.ties}/{p.losses}",
+            *beside,
         )
     console.print(table)
     for p in result.pairs:
+        if matched:
+            console.print(
+                f"{escape(p.a)} vs {escape(p.b)}: compared on {escape(p.matched_on)}",
+                soft_wrap=True,
+            )
+        if p.note:
+            console.print(f"  [yellow]note:[/] {escape(p.note)}", soft_wrap=True)
         if not p.disagreements:
             continue
         console.print(f"largest disagreements, {escape(p.a)} vs {escape(p.b)}:")
@@ -82,7 +113,11 @@ def compare(
         Path | None, Opt("--json", help="Also write the comparison as JSON to this file.")
     ] = None,
 ) -> None:
-    """Is subject A better than B on the same items, by how much, and more than noise?"""
+    """Is subject A better than B on the same items, by how much, and more than noise?
+
+    On trust, each pair is compared on the modules both subjects were scored on, item by item
+    (the matched trust, named for each pair), with each one's full trust and coverage beside.
+    """
     from pathgls.meta.compare import CompareConfig, compare_subjects
     from pathgls.runner.store import ResultsStore
 
@@ -90,15 +125,18 @@ def compare(
     try:
         if not run.is_dir():
             raise NoScoreCardsError(f"{run}: not a run directory")
-        cards = ResultsStore(run).load_cards()
+        store = ResultsStore(run)
+        cards = store.load_cards()
         if not cards:
             raise NoScoreCardsError(f"{run}: no readable ScoreCard under scorecards/")
+        fusion = store.fusion_config()
         names = None if subjects is None else [s.strip() for s in subjects.split(",") if s.strip()]
         result = compare_subjects(
             cards=cards,
             subjects=names,
             metric=module,
             config=CompareConfig(min_items=min_items, top=top, seed=seed),
+            fusion=fusion,
         )
     except PathGLSError as e:
         fail(console, e)

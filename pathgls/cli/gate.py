@@ -20,14 +20,17 @@ Arg = typer.Argument
 Opt = typer.Option
 
 ROUTES = ("deploy", "review", "reject", "failed")
+#: Every module a card can carry, in the gate's column order (report and hare: with a reference).
+MODULE_COLUMNS = ("grounding", "logic", "stability", "report", "hare")
+#: Console headers of the module columns.
+MODULE_HEADERS = {"grounding": "S_g", "logic": "S_l", "stability": "S_s", "report": "report"}
 CSV_COLUMNS = (
     "file",
     "item_id",
     "subject",
-    "grounding",
-    "logic",
-    "stability",
+    *MODULE_COLUMNS,
     "trust",
+    "coverage",
     "route",
     "reasons",
 )
@@ -77,6 +80,15 @@ def parse_weights(spec: str) -> dict[str, float]:
     return weights
 
 
+def parse_required(specs: list[str] | None) -> list[str] | None:
+    """``--require`` values → ``[gate] required`` (None: keep the config's; ``none``: [])."""
+    if not specs:
+        return None
+    if [s.strip().lower() for s in specs] == ["none"]:
+        return []
+    return [s.strip() for s in specs]
+
+
 def _configs(
     *,
     config: Path | None,
@@ -84,11 +96,13 @@ def _configs(
     flags: dict[str, float | None],
     floors: list[str],
     reference_penalties: bool = False,
+    required: list[str] | None = None,
 ) -> tuple[Any, Any]:
     """FusionConfig and GateConfig from the config file, overridden by the flags given.
 
     The file is any pathgls config (``pathgls calibrate --out`` writes one with ``[fusion]``
-    and ``[gate]``; a run's ``config.toml`` is one too); ``--floor`` adds to its floors.
+    and ``[gate]``; a run's ``config.toml`` is one too); ``--floor`` adds to its floors and
+    ``--require`` replaces its required modules.
     """
     from pathgls.config import load_config
 
@@ -103,6 +117,7 @@ def _configs(
         gate={
             **flags,
             "floors": {**file.gate.floors, **extra_floors} if extra_floors else None,
+            "required": parse_required(required),
         },
     )
     return cfg.fusion, cfg.gate
@@ -162,6 +177,13 @@ def gate(
             "×0.8 when S_g < 0.25); not in the paper, off by default."
         ),
     ] = False,
+    require: Annotated[
+        list[str] | None,
+        Opt(
+            help="A module deploy needs scored (repeatable; 'grounding|report': either; "
+            "'none': no requirement). Replaces [gate] required (default: grounding)."
+        ),
+    ] = None,
     csv_path: Annotated[
         Path | None, Opt("--csv", help="CSV of the decisions (default RUN_DIR/gate.csv).")
     ] = None,
@@ -171,7 +193,7 @@ def gate(
     An item whose report could not be produced (status ``failed`` in a benchmark run) is not
     gated: it is listed as ``failed`` with its error and also makes the exit code 1.
     """
-    from pathgls.fusion import gate_scorecard
+    from pathgls.fusion import fuse, gate_scorecard
 
     console = Console(stderr=True)
     try:
@@ -181,6 +203,7 @@ def gate(
             flags={"deploy": deploy, "review": review, "min_coverage": min_coverage},
             floors=floor or [],
             reference_penalties=reference_penalties,
+            required=require,
         )
     except ConfigError as e:
         fail(console, e)
@@ -199,9 +222,11 @@ def gate(
             errors += 1
             console.print(f"[red]error:[/] {escape(rel)}: {escape(str(e))}", soft_wrap=True)
             continue
+        coverage = None
         if card.status != "failed":
             card = gate_scorecard(card, fusion=fusion_cfg, gate=gate_cfg)
-        rows.append(card_row(card, file=rel))
+            coverage = fuse(modules=card.modules, config=fusion_cfg).coverage
+        rows.append(card_row(card, file=rel, coverage=coverage))
     if not rows:
         fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
     try:
@@ -223,15 +248,21 @@ def gate(
     raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
-def card_row(card: ScoreCard, *, file: str = "") -> dict[str, Any]:
-    """A gated card as a table/CSV row; a card whose report could not be produced is ``failed``."""
+def card_row(card: ScoreCard, *, file: str = "", coverage: float | None = None) -> dict[str, Any]:
+    """A gated card as a table/CSV row; a card whose report could not be produced is ``failed``.
+
+    Every module a card can carry has a cell (empty: absent or missing); ``coverage`` is the
+    share of the fusion weight that was scored (:attr:`pathgls.fusion.FusionResult.coverage`).
+    """
     if card.status == "failed" or card.decision is None:
         reasons = [e.splitlines()[0] for e in card.errors] or ["no report"]
-        route, values = "failed", {"grounding": "", "logic": "", "stability": "", "trust": ""}
+        route = "failed"
+        values = {m: "" for m in (*MODULE_COLUMNS, "trust", "coverage")}
     else:
         reasons, route = list(card.decision.reasons), card.decision.route
-        values = {m: _fmt(card.value(m)) for m in ("grounding", "logic", "stability")}
+        values = {m: _fmt(card.value(m)) for m in MODULE_COLUMNS}
         values["trust"] = _fmt(card.trust)
+        values["coverage"] = _fmt(coverage)
     return {
         "file": file,
         "item_id": card.item_id,
@@ -240,7 +271,10 @@ def card_row(card: ScoreCard, *, file: str = "") -> dict[str, Any]:
         "route": route,
         "reasons": " | ".join(reasons),
         "first_reason": reasons[0] if reasons else "",
+        # the decision, then the module that lowered the trust most (see fusion.route)
         "top_reasons": reasons[:2],
+        # modules the card carries (a column is shown when some card has the module)
+        "modules": sorted(card.modules),
         # modules scored with random test weights (marked on the console; not a CSV column)
         "random_weights": random_weight_modules(card),
     }
@@ -254,19 +288,31 @@ def _cell(row: dict[str, Any], name: str) -> str:
     return f"{value} [red]({RANDOM_MARK})[/]" if marked else value
 
 
+def _coverage_cell(row: dict[str, Any]) -> str:
+    return "—" if not row.get("coverage") else f"{float(row['coverage']):.0%}"
+
+
 def print_gate_table(rows: list[dict[str, Any]]) -> None:
+    """The gate's console table: every module some card carries, trust, coverage, route and
+    the decision with the module that lowered the trust most."""
     colour = {"deploy": "green", "review": "yellow", "reject": "red", "failed": "magenta"}
+    carried = {m for r in rows for m in r.get("modules", ())} | {
+        m for r in rows for m in MODULE_COLUMNS if r.get(m)
+    }
+    shown = [m for m in MODULE_COLUMNS if m in ("grounding", "logic", "stability") or m in carried]
     table = Table()
-    for col in ("item", "subject", "S_g", "S_l", "S_s", "trust", "route"):
+    for col in ("item", "subject", *(MODULE_HEADERS.get(m, m) for m in shown), "trust", "cov"):
         table.add_column(col)
+    table.add_column("route")
     table.add_column("reasons", ratio=1, overflow="fold")
     for r in rows:
         table.add_row(
             escape(r["item_id"]),
             escape(r["subject"]),
-            *(_cell(r, name) for name in ("grounding", "logic", "stability", "trust")),
+            *(_cell(r, name) for name in (*shown, "trust")),
+            _coverage_cell(r),
             f"[{colour[r['route']]}]{r['route']}[/]",
-            # the deciding reason and the first piece of evidence behind it
+            # the deciding reason and the module that lowered the trust most
             escape("\n".join(r.get("top_reasons") or [r["first_reason"]])),
         )
     Console().print(table)

@@ -214,6 +214,9 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
 REFERENCE_MODULES: tuple[str, ...] = ("report",)
 
 
+#: What deploy needs scored by default (``[gate] required``): grounding, the image check.
+DEFAULT_REQUIRED: tuple[str, ...] = ("grounding",)
+
 #: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
 FUSABLE_MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report", "hare")
 
@@ -300,6 +303,11 @@ class GateConfig:
     # Deploy only when the modules that ran carry at least this share of the fusion weight
     # (0.6: grounding alone, or logic and stability, are enough; stability alone is not).
     min_coverage: float = 0.6
+    # Modules deploy needs scored: each entry must be met; "a|b" is met by either (e.g.
+    # "grounding|report": the image, or a reference report where the item has one). Default:
+    # grounding, the only module that looks at the image — a consistent, stable report about
+    # the wrong tissue is not deployed unchecked. [] deploys on the trust alone.
+    required: tuple[str, ...] = DEFAULT_REQUIRED
 
     def __post_init__(self) -> None:
         for name in ("deploy", "review"):
@@ -327,9 +335,42 @@ class GateConfig:
             cov is not None and 0.0 <= cov <= 1.0,
             f"min_coverage must be in [0, 1], got {self.min_coverage!r}",
         )
+        object.__setattr__(self, "required", _requirements(self.required))
+
+    @property
+    def requirements(self) -> tuple[tuple[str, ...], ...]:
+        """``required`` parsed: one tuple of alternative modules per entry."""
+        return tuple(tuple(entry.split("|")) for entry in self.required)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.deploy, self.review, dict(self.floors), self.min_coverage))
+        return (
+            type(self),
+            (self.deploy, self.review, dict(self.floors), self.min_coverage, self.required),
+        )
+
+
+def _requirements(value: Any) -> tuple[str, ...]:
+    """``[gate] required`` normalised: a tuple of ``module`` or ``module|module`` entries.
+
+    Raises:
+        ConfigError: not a list of strings, an empty entry, or an unknown module name.
+    """
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise ConfigError(
+            f'required must be a list of module names (e.g. ["grounding"] or '
+            f'["grounding|report"]), got {value!r}'
+        )
+    out: list[str] = []
+    for entry in value:
+        require(isinstance(entry, str), f"required: entries must be strings, got {entry!r}")
+        names = [n.strip() for n in entry.split("|")]
+        require(all(names), f"required: empty module name in {entry!r}")
+        for name in names:
+            _known_module(name, "required")
+        norm = "|".join(dict.fromkeys(names))
+        if norm not in out:
+            out.append(norm)
+    return tuple(out)
 
 
 #: HARE's published entity label set (the first five of :data:`pathgls.text.ENTITY_TYPES`).

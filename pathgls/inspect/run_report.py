@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pathgls.config import FusionConfig
 from pathgls.errors import (
     ComparisonError,
     ConfigError,
@@ -144,24 +145,32 @@ def _has(card: ScoreCard, metric: str) -> bool:
     return card.value(metric) is not None
 
 
+def _pct(x: Any) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return f"{float(x):.0%}"
+
+
 def _fmt(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
     return f"{float(x):.{digits}f}"
 
 
-def _subject_rows(view: RunView) -> list[dict[str, Any]]:
-    from pathgls.runner.summary import summarise
+def _subject_rows(view: RunView, fusion: FusionConfig) -> list[dict[str, Any]]:
+    """The summary table's rows in rank order, with the matched trust the rank rests on."""
+    from pathgls.runner.summary import COVERAGE, MATCHED, summarise
 
-    table = summarise(view.cards)
+    table = summarise(view.cards, fusion=fusion)
     random_subjects = {c.subject for c in view.cards if random_models(c)}
     rows = []
     for row in table.to_dict(orient="records"):
         cells = {}
-        for m in TABLE_METRICS:
+        for m in (*TABLE_METRICS, COVERAGE, MATCHED):
             n = int(row[f"{m}_n"])
             lo, hi = row[f"{m}_ci_low"], row[f"{m}_ci_high"]
-            ci = f"[{_fmt(lo, 2)}, {_fmt(hi, 2)}]" if math.isfinite(lo) else ""
+            digits = 2
+            ci = f"[{_fmt(lo, digits)}, {_fmt(hi, digits)}]" if math.isfinite(lo) else ""
             cells[m] = {"mean": _fmt(row[f"{m}_mean"]) if n else "missing", "ci": ci, "n": n}
         rank = row["rank"]
         rows.append(
@@ -172,14 +181,19 @@ def _subject_rows(view: RunView) -> list[dict[str, Any]]:
                 "statuses": f"{row['n_ok']}/{row['n_partial']}/{row['n_failed']}",
                 "routes": f"{row['deploy']}/{row['review']}/{row['reject']}",
                 "metrics": cells,
+                "coverage": cells[COVERAGE],
+                "matched": cells[MATCHED],
+                "matched_on": row["matched_on"] or "",
                 "random": row["subject"] in random_subjects,
             }
         )
     return rows
 
 
-def _comparisons(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
-    """Each pair of subjects on trust, or the reason it was not compared."""
+def _comparisons(
+    view: RunView, config: RunReportConfig, fusion: FusionConfig
+) -> list[dict[str, Any]]:
+    """Each pair of subjects on matched trust, or the reason it was not compared."""
     from pathgls.meta.compare import CompareConfig, compare_subjects
 
     subjects = sorted({c.subject for c in view.cards})
@@ -189,13 +203,13 @@ def _comparisons(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]
     compared = []
     for a, b in pairs:
         try:
-            compare_subjects(cards=view.cards, subjects=[a, b], config=cfg)
+            compare_subjects(cards=view.cards, subjects=[a, b], config=cfg, fusion=fusion)
             compared.append((a, b))
         except ComparisonError as e:
             out.append({"a": a, "b": b, "refused": str(e)})
     if compared:  # Holm across the pairs that could be compared
         names = sorted({s for pair in compared for s in pair})
-        res = compare_subjects(cards=view.cards, subjects=names, config=cfg)
+        res = compare_subjects(cards=view.cards, subjects=names, config=cfg, fusion=fusion)
         keep = set(compared)
         for p in res.pairs:
             if (p.a, p.b) not in keep:
@@ -204,13 +218,19 @@ def _comparisons(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]
                 {
                     "a": p.a,
                     "b": p.b,
+                    "refused": None,
                     "n": p.n,
+                    "on": p.matched_on,
+                    "means": f"{p.mean_a:.3f} / {p.mean_b:.3f}",
                     "diff": f"{p.mean_difference:+.3f}",
                     "ci": f"[{p.ci_low:+.3f}, {p.ci_high:+.3f}]",
                     "p": f"{p.p_permutation:.3g}",
                     "p_holm": f"{p.p_holm:.3g}",
                     "p_wilcoxon": "—" if p.p_wilcoxon is None else f"{p.p_wilcoxon:.3g}",
                     "wtl": f"{p.wins}/{p.ties}/{p.losses}",
+                    "full": f"{_fmt(p.trust_a)} / {_fmt(p.trust_b)}",
+                    "coverage": f"{_pct(p.coverage_a)} / {_pct(p.coverage_b)}",
+                    "note": p.note,
                     "disagreements": [
                         f"{d.item_id}: {d.a:.3f} vs {d.b:.3f} ({d.difference:+.3f})"
                         for d in p.disagreements
@@ -416,8 +436,15 @@ def report_context(
     Raises:
         NoScoreCardsError: the folder holds no readable ScoreCard.
     """
+    from pathgls.meta.ranking import RULE
+    from pathgls.runner.store import ResultsStore
+
     cfg = config or RunReportConfig()
     view = load_run(run_dir)
+    try:
+        fusion = ResultsStore(run_dir).fusion_config()
+    except ConfigError as e:
+        raise RunReportError(f"{run_dir}: the run's config.toml cannot be read: {e}") from e
     random_any = sorted({m for c in view.cards for m in random_models(c)})
     scored = [m for m in TABLE_METRICS if any(_has(c, m) for c in view.cards)]
     return {
@@ -429,8 +456,9 @@ def report_context(
         "unreadable": view.unreadable,
         "metrics": scored,  # the metrics some card has (the others are named as never scored)
         "never_scored": [m for m in TABLE_METRICS if m not in scored],
-        "subjects": _subject_rows(view),
-        "comparisons": _comparisons(view, cfg),
+        "subjects": _subject_rows(view, fusion),
+        "rank_rule": RULE,
+        "comparisons": _comparisons(view, cfg, fusion),
         "distributions": _distributions(view, scored),
         "gate": _gate_rows(view, cfg),
         "gallery": _gallery(view, cfg),

@@ -3,7 +3,10 @@
 - :mod:`.correlate` — correlation with expert scores (the published protocol), sensitivity;
 - :mod:`.perturb` — controlled report perturbations for sensitivity tables;
 - :mod:`.metrics` — the registry of reference-based report metrics;
-- :mod:`.calibrate` — fusion weights, gate thresholds and ablation from labelled data.
+- :mod:`.calibrate` — fusion weights, gate thresholds and ablation from labelled data;
+- :mod:`.ranking` — coverage-aware ranking of subjects on the modules they share;
+- :mod:`.compare` — paired comparison of subjects on the same items;
+- :mod:`.stats` — bootstrap CI, rank with ties, Holm.
 
 May import: every scoring stage (baselines, hare, fusion and below).
 """

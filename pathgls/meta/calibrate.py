@@ -31,6 +31,7 @@ from scipy import stats
 
 from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
 from pathgls.errors import CalibrationError, TableError
+from pathgls.fusion import shown
 from pathgls.io.tables import delimiter_for, read_table
 
 if TYPE_CHECKING:
@@ -448,9 +449,10 @@ def thresholds_for_precision(
 ) -> ThresholdResult:
     """Lowest threshold t such that the items deployed (trust ≥ t) reach the target precision.
 
-    Candidate thresholds are the observed trust values. Precision = acceptable deployed /
-    deployed; recall = acceptable deployed / acceptable. Pairs with a NaN trust are dropped with a
-    warning.
+    Candidate thresholds are the observed trust values rounded as the gate rounds them
+    (:func:`pathgls.fusion.shown`): the gate decides on those numbers, so the threshold found
+    deploys exactly the items counted here. Precision = acceptable deployed / deployed; recall =
+    acceptable deployed / acceptable. Pairs with a NaN trust are dropped with a warning.
 
     Raises:
         CalibrationError: mismatched lengths, labels other than 0/1, a target outside (0, 1], or
@@ -471,6 +473,7 @@ def thresholds_for_precision(
     t, a = t[finite], a[finite].astype(bool)
     if t.size == 0:
         raise CalibrationError("no usable (trust, acceptable) pair")
+    t = np.array([shown(x) for x in t], dtype=np.float64)  # what the gate compares
     positives = int(a.sum())
 
     def unreachable(reason: str) -> ThresholdResult:

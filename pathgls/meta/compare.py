@@ -13,9 +13,14 @@ completed (card not failed, value finite), never about two separate means. For e
 - Holm's step-down correction across all the pairs compared;
 - the items where the two disagree most.
 
+On ``trust`` the two subjects are compared on their *matched* trust: on each item, the trust
+fused again over the modules both were scored on (:func:`pathgls.meta.ranking.matched_values`),
+so a subject is never ahead because the other was penalised on a module it was not scored on.
+The modules used are named (``matched_on``), and each pair carries the full trust and the
+coverage of both subjects beside it, over the same items.
+
 Fewer than ``min_items`` shared items is a :class:`~pathgls.errors.ComparisonError`, not a
-p-value on noise. :func:`rank_with_ties` ranks subjects by their mean with ties where their CIs
-overlap (the summary table's ``rank``).
+p-value on noise. The summary's rank is :func:`pathgls.meta.ranking.rank_subjects`.
 
 Pure functions over numbers and ScoreCards; no I/O.
 """
@@ -30,7 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from pathgls.config import FusionConfig
 from pathgls.errors import ComparisonError
+from pathgls.meta.ranking import card_coverage, matched_values
+from pathgls.meta.stats import holm
 from pathgls.types import ScoreCard
 
 #: What can be compared: the trust score or one module's value.
@@ -49,8 +57,9 @@ class CompareConfig:
     confidence: float = 0.95
     # Permutation resamples (exact sign-flip enumeration when 2^n is at most this).
     n_permutations: int = 9999
-    # |A − B| at or below this is a tie.
-    tie_margin: float = 1e-9
+    # |A − B| at or below this is a tie: half the last printed decimal, so a difference shown
+    # as ±0.000 is never counted as a win or a loss.
+    tie_margin: float = 0.0005
     # Items listed where the two disagree most.
     top: int = 5
     # Seed of the bootstrap and of the permutations.
@@ -102,6 +111,15 @@ class PairComparison:
     disagreements: tuple[ItemDifference, ...]  # largest |A − B| first
     only_a: int  # items A completed that B did not
     only_b: int
+    # what was compared: on trust, the modules both were scored on with their item counts
+    matched_on: str = ""
+    # beside it, over the items both completed: mean full trust and mean coverage of each
+    trust_a: float = math.nan
+    trust_b: float = math.nan
+    coverage_a: float = math.nan
+    coverage_b: float = math.nan
+    # set when the two were scored on different shares of the weight
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,19 +156,6 @@ def completed_values(cards: Iterable[ScoreCard], *, metric: str) -> dict[str, di
         if v is not None:
             bucket[card.item_id] = v
     return out
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given), capped at 1."""
-    p = np.asarray(p_values, dtype=np.float64)
-    order = np.argsort(p, kind="stable")
-    m = p.size
-    adjusted = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        adjusted[i] = running
-    return [float(x) for x in adjusted]
 
 
 def _bootstrap_mean_ci(d: np.ndarray, cfg: CompareConfig) -> tuple[float, float]:
@@ -239,23 +244,72 @@ def compare_pair(
     )
 
 
+def _completed_cards(cards: Iterable[ScoreCard]) -> dict[str, dict[str, ScoreCard]]:
+    out: dict[str, dict[str, ScoreCard]] = {}
+    for card in cards:
+        bucket = out.setdefault(card.subject, {})
+        if card.status != "failed":
+            bucket[card.item_id] = card
+    return out
+
+
+def _mean(xs: Iterable[float | None]) -> float:
+    got = [x for x in xs if x is not None and math.isfinite(x)]
+    return float(np.mean(got)) if got else math.nan
+
+
+def _beside(
+    a: str, b: str, by: Mapping[str, Mapping[str, ScoreCard]], fusion: FusionConfig
+) -> dict[str, object]:
+    """Full trust and coverage of both subjects over the items both completed, and a note."""
+    shared = sorted(set(by[a]) & set(by[b]))
+    out: dict[str, object] = {
+        "trust_a": _mean(by[a][i].trust for i in shared),
+        "trust_b": _mean(by[b][i].trust for i in shared),
+        "coverage_a": _mean(card_coverage(by[a][i], fusion) for i in shared),
+        "coverage_b": _mean(card_coverage(by[b][i], fusion) for i in shared),
+    }
+    ca, cb = out["coverage_a"], out["coverage_b"]
+    if isinstance(ca, float) and isinstance(cb, float) and f"{ca:.0%}" != f"{cb:.0%}":
+        low, high = (a, b) if ca < cb else (b, a)
+        out["note"] = (
+            f"{low} was scored on less of the trust's weight ({min(ca, cb):.0%} vs "
+            f"{max(ca, cb):.0%}): compared on what both were scored on; its full trust leaves "
+            f"out checks {high} was scored on"
+        )
+    return out
+
+
 def compare_subjects(
     *,
     cards: Iterable[ScoreCard],
     subjects: Sequence[str] | None = None,
     metric: str = "trust",
     config: CompareConfig | None = None,
+    fusion: FusionConfig | None = None,
 ) -> ComparisonResult:
     """Every pair of ``subjects`` (default: all of the run's), Holm-corrected across pairs.
 
+    On ``trust`` each pair is compared on its matched trust (the modules both subjects were
+    scored on, item by item; see the module docstring); on a module, on that module's value.
     ``subjects`` may name the same subject twice (a null comparison: every difference is 0).
+
+    Args:
+        cards: The run's ScoreCards.
+        subjects: The subjects to compare (default: all).
+        metric: ``trust`` or a module of :data:`COMPARABLE`.
+        config: Items needed, bootstrap, permutations, ties.
+        fusion: The weights the cards were fused with (default: the default weights).
 
     Raises:
         ComparisonError: an unknown metric or subject, fewer than two subjects, or a pair with
             fewer than ``min_items`` shared items (the message names the pair).
     """
     cfg = config or CompareConfig()
+    fusion = fusion or FusionConfig()
+    cards = list(cards)
     values = completed_values(cards, metric=metric)
+    by = _completed_cards(cards)
     chosen = tuple(subjects) if subjects is not None else tuple(sorted(values))
     unknown = [s for s in chosen if s not in values]
     if unknown:
@@ -265,35 +319,32 @@ def compare_subjects(
         )
     if len(chosen) < 2:
         raise ComparisonError(f"a comparison needs two subjects; got {list(chosen)}")
-    pairs = [
-        compare_pair(a=a, b=b, values_a=values[a], values_b=values[b], metric=metric, config=cfg)
-        for a, b in itertools.combinations(chosen, 2)
-    ]
+    pairs = []
+    for a, b in itertools.combinations(chosen, 2):
+        va, vb, on = values[a], values[b], metric
+        if metric == "trust":
+            shared = sorted(set(by[a]) & set(by[b]))
+            pair_subjects = list(dict.fromkeys((a, b)))  # a null comparison names one twice
+            matched = matched_values(by, subjects=pair_subjects, items=shared, fusion=fusion)
+            va, vb, on = matched.values[a], matched.values[b], matched.description
+        try:
+            pair = compare_pair(a=a, b=b, values_a=va, values_b=vb, metric=metric, config=cfg)
+        except ComparisonError as e:
+            unmatched = len(set(by[a]) & set(by[b])) - len(va)
+            if metric != "trust" or unmatched <= 0:
+                raise
+            raise ComparisonError(
+                f"{e}; {unmatched} item(s) both completed share no scored module"
+            ) from e
+        extra = {
+            "matched_on": on,
+            "only_a": len(set(values[a]) - set(values[b])),
+            "only_b": len(set(values[b]) - set(values[a])),
+            **_beside(a, b, by, fusion),
+        }
+        pairs.append(PairComparison(**{**vars(pair), **extra}))
     adjusted = holm([p.p_permutation for p in pairs])
     pairs = [
         PairComparison(**{**vars(p), "p_holm": q}) for p, q in zip(pairs, adjusted, strict=True)
     ]
     return ComparisonResult(metric=metric, subjects=chosen, pairs=tuple(pairs), config=cfg)
-
-
-def rank_with_ties(
-    means: Sequence[float], lows: Sequence[float], highs: Sequence[float]
-) -> list[int | None]:
-    """Rank (1 = best, higher is better) with ties where the CIs overlap.
-
-    A subject's rank is 1 + the number of subjects whose CI lies wholly above its own: subjects
-    whose intervals overlap share a rank unless a third separates them. A missing CI bound (one
-    item) is the mean itself; a missing mean is unranked (None).
-    """
-    lo = [m if not math.isfinite(x) else x for m, x in zip(means, lows, strict=True)]
-    hi = [m if not math.isfinite(x) else x for m, x in zip(means, highs, strict=True)]
-    out: list[int | None] = []
-    for i, m in enumerate(means):
-        if not math.isfinite(m):
-            out.append(None)
-            continue
-        above = sum(
-            1 for j, mj in enumerate(means) if j != i and math.isfinite(mj) and lo[j] > hi[i]
-        )
-        out.append(1 + above)
-    return out

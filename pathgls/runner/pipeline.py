@@ -50,6 +50,9 @@ class Models:
     foils: Any | None = None  # FoilEmbeddings: the foil bank embedded once per worker
     report: Any | None = None  # ReportScorer of the report-side component (items with a reference)
     report_error: str | None = None  # why there is no report scorer
+    # the Stability Δ, built once per worker (the dx Δ embeds the lexicon's diagnosis names
+    # on first use: seconds, not to be paid again on every item)
+    delta: Any | None = None
     # subject → errors of its latest consecutive items without an original report
     subject_failures: dict[str, list[str]] = field(default_factory=dict)
 
@@ -140,6 +143,9 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
         hare=hare_models,
         foils=foils,
     )
+    from pathgls.stability.delta import make_delta
+
+    models.delta = make_delta(config.stability, embedder=models.embedder, nli=models.nli)
     return _with_report_scorer(models, config)
 
 
@@ -440,6 +446,7 @@ def _evaluate_subject(
         stain_config=config.stain,
         config=config.stability,
         max_report_chars=config.subject.max_report_chars,
+        delta=models.delta,
     )
     timings["generation"] = timed.seconds
     timings["stability"] = time.perf_counter() - t0 - timed.seconds

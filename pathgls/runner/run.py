@@ -254,7 +254,7 @@ def finish(
     wanted = {(redact(s), i.item_id) for i in items for s in config.run.subjects}
     cards = _plan_cards(store, items=items, subjects=config.run.subjects)
     counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
-    table = summarise(cards)
+    table = summarise(cards, fusion=config.fusion)
     files = write_summary(table, out_dir=store.root)
     if plots:
         files["modules_plot"] = plot_modules(cards, path=store.root / "plots" / "modules.png")

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pathgls.config import FusionConfig
 from pathgls.errors import PathGLSError, ScoreCardError
 from pathgls.io.atomic import write_bytes_atomic, write_text_atomic
 from pathgls.io.names import safe_stem
@@ -157,6 +158,18 @@ class ResultsStore:
     def load_cards(self) -> list[ScoreCard]:
         """Every readable card, sorted by path."""
         return [card for _, card, _ in self.iter_cards() if card is not None]
+
+    def fusion_config(self) -> FusionConfig:
+        """The fusion weights the run's cards were fused with: its ``config.toml``, or the
+        defaults for a folder without one.
+
+        Raises:
+            ConfigError: ``config.toml`` exists but is not a valid pathgls config.
+        """
+        from pathgls.config import load_config
+
+        path = self.root / "config.toml"
+        return load_config(path).fusion if path.is_file() else FusionConfig()
 
 
 def load_grounding_map(path: str | os.PathLike[str]) -> dict[str, Any]:

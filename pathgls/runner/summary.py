@@ -1,14 +1,17 @@
 """Benchmark summary: per-subject tables with bootstrap CIs, files, plots and a console table.
 
 :func:`summarise` turns the ScoreCards of a run into one row per subject (item and route counts,
-then the mean and a percentile-bootstrap CI of every metric); :func:`write_summary` stores that
-table as CSV and Parquet, :func:`plot_modules` and :func:`plot_subjects` draw it, and
-:func:`print_summary` shows it with rich. Figures are built on :class:`matplotlib.figure.Figure`
-with the Agg canvas, so no pyplot state is touched and nothing needs a display.
+then the mean and a percentile-bootstrap CI of every metric and of the coverage, then the
+coverage-aware rank of :mod:`pathgls.meta.ranking` with the matched trust it ranks on, best
+first); :func:`write_summary` stores that table as CSV and Parquet, :func:`plot_modules` and
+:func:`plot_subjects` draw it, and :func:`print_summary` shows it with rich. Figures are built
+on :class:`matplotlib.figure.Figure` with the Agg canvas, so no pyplot state is touched and
+nothing needs a display.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -18,59 +21,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pathgls.config import FusionConfig
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.io.atomic import write_via
-from pathgls.meta.compare import rank_with_ties
+from pathgls.meta.ranking import RULE, card_coverage, rank_subjects
+from pathgls.meta.stats import bootstrap_ci
 from pathgls.types import ROUTES, STATUSES, ScoreCard
 
 METRICS = ("grounding", "logic", "stability", "hare", "report", "trust")
 COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in STATUSES), *ROUTES)
 STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
-#: Rank by mean trust, 1 = best, shared where the trust CIs overlap (empty: no trust score).
+#: Share of the fusion weight scored, per card (:attr:`pathgls.fusion.FusionResult.coverage`).
+COVERAGE = "coverage"
+#: The trust fused again over the modules every subject of the coverage tier was scored on.
+MATCHED = "matched_trust"
+#: Rank (1 = best): coverage tiers first, then matched trust, tied where the CIs overlap
+#: (:func:`pathgls.meta.ranking.rank_subjects`); NaN: unranked.
 RANK_COLUMN = "rank"
-COLUMNS = COUNT_COLUMNS + tuple(f"{m}_{s}" for m in METRICS for s in STAT_SUFFIXES) + (RANK_COLUMN,)
+RANK_COLUMNS = (
+    "tier",
+    *(f"{MATCHED}_{s}" for s in STAT_SUFFIXES),
+    "matched_on",
+    RANK_COLUMN,
+)
+COLUMNS = (
+    COUNT_COLUMNS
+    + tuple(f"{m}_{s}" for m in (*METRICS, COVERAGE) for s in STAT_SUFFIXES)
+    + RANK_COLUMNS
+)
 
-_MAX_BOOT_ELEMENTS = 5_000_000  # resampled indices held at once by bootstrap_ci
 _UNKNOWN_SUBJECT = "unknown"
-
-
-def bootstrap_ci(
-    values: Iterable[float], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean.
-
-    Args:
-        values: Sample; non-finite values are ignored.
-        n_boot: Number of bootstrap resamples (at least 100).
-        confidence: Coverage of the interval, strictly between 0 and 1.
-        seed: Seed of :func:`numpy.random.default_rng`; the same seed gives the same interval.
-
-    Returns:
-        ``(low, high)``, or ``(nan, nan)`` when fewer than two finite values are given.
-
-    Raises:
-        ConfigError: ``n_boot`` or ``confidence`` is out of range.
-    """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 100:
-        raise ConfigError(f"n_boot must be an integer >= 100, got {n_boot!r}")
-    if not isinstance(confidence, int | float | np.floating) or not 0.0 < confidence < 1.0:
-        raise ConfigError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    sample = values if isinstance(values, np.ndarray) else list(values)
-    x = np.asarray(sample, dtype=np.float64).reshape(-1)
-    x = x[np.isfinite(x)]
-    n = x.size
-    if n < 2:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    block = max(1, _MAX_BOOT_ELEMENTS // n)
-    means = np.empty(int(n_boot), dtype=np.float64)
-    for start in range(0, int(n_boot), block):
-        stop = min(int(n_boot), start + block)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = x[idx].mean(axis=1)
-    alpha = (1.0 - float(confidence)) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return (float(low), float(high))
 
 
 def _metric_value(card: ScoreCard, metric: str) -> float | None:
@@ -96,38 +76,51 @@ def _values(cards: list[ScoreCard], metric: str) -> list[float]:
 
 def _dtypes() -> dict[str, str]:
     """Column dtypes of the summary table: counts are integers, statistics floats."""
-    counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in METRICS)]
-    out = {
-        c: "object" if c == "subject" else "int64" if c in counts else "float64" for c in COLUMNS
-    }
-    return out  # rank is float64: NaN for a subject without any trust score
+    counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in (*METRICS, COVERAGE, MATCHED))]
+    text = ("subject", "matched_on")
+    out = {c: "object" if c in text else "int64" if c in counts else "float64" for c in COLUMNS}
+    return out  # rank and tier are float64: NaN for an unranked subject
 
 
 def summarise(
-    cards: Iterable[ScoreCard], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+    cards: Iterable[ScoreCard],
+    *,
+    fusion: FusionConfig | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per subject: item, status and route counts, then mean and CI of each metric.
+    """One row per subject: counts, mean and CI of each metric and the coverage, then the rank.
 
     Args:
         cards: ScoreCards of a run; their ``subject`` groups them (``unknown`` when empty) and
             their ``status`` is counted.
+        fusion: The weights the cards were fused with (coverage and matched trust are computed
+            with them; default: the default weights).
         n_boot: Bootstrap resamples per (subject, metric).
         confidence: Coverage of the intervals.
         seed: Seed used for every (subject, metric), so the table is reproducible.
 
     Returns:
-        Rows sorted by subject, columns :data:`COLUMNS`. Failed cards count in ``n_items`` and
-        ``n_failed`` but give no values; a metric without values has ``n`` 0 and NaN statistics.
-        ``rank`` ranks the subjects by mean trust with ties where their CIs overlap
-        (:func:`pathgls.meta.compare.rank_with_ties`); ``pathgls compare`` tests the pairs.
+        Rows best rank first (unranked last, then by subject), columns :data:`COLUMNS`. Failed
+        cards count in ``n_items`` and ``n_failed`` but give no values; a metric without values
+        has ``n`` 0 and NaN statistics. ``coverage_*`` is the share of the fusion weight scored,
+        over the subject's completed items like the metrics. ``tier``, ``matched_trust_*``,
+        ``matched_on`` and ``rank`` come from :func:`pathgls.meta.ranking.rank_subjects`: over
+        the items every subject completed, coverage tiers first, then the trust over the
+        modules every subject of the tier was scored on (named in ``matched_on``);
+        ``pathgls compare`` tests the pairs.
 
     Raises:
         ConfigError: ``n_boot`` or ``confidence`` is out of range.
     """
-    cards = list(cards)
+    fusion = fusion or FusionConfig()
+    cards = [c if c.subject else dataclasses.replace(c, subject=_UNKNOWN_SUBJECT) for c in cards]
     if not cards:
         bootstrap_ci([], n_boot=n_boot, confidence=confidence, seed=seed)  # validates arguments
         return pd.DataFrame({c: [] for c in COLUMNS}).astype(_dtypes())
+    boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+    ranking = rank_subjects(cards, fusion=fusion, **boot)
     rows: list[dict[str, Any]] = []
     for subject, mine in _by_subject(cards).items():
         statuses = [c.status for c in mine]
@@ -135,20 +128,24 @@ def summarise(
         row: dict[str, Any] = {"subject": subject, "n_items": len(mine)}
         row.update({f"n_{s}": statuses.count(s) for s in STATUSES})
         row.update({r: routes.count(r) for r in ROUTES})
-        for metric in METRICS:
-            xs = _values(mine, metric)
-            low, high = bootstrap_ci(xs, n_boot=n_boot, confidence=confidence, seed=seed)
+        series = {m: _values(mine, m) for m in METRICS}
+        series[COVERAGE] = [v for c in mine if (v := card_coverage(c, fusion)) is not None]
+        for metric, xs in series.items():
+            low, high = bootstrap_ci(xs, **boot)
             row[f"{metric}_n"] = len(xs)
             row[f"{metric}_mean"] = float(np.mean(xs)) if xs else math.nan
             row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low, high
+        st = ranking.of(subject)
+        ranked = st is not None and st.rank is not None
+        row["tier"] = float(st.tier) if st is not None and st.tier is not None else math.nan
+        row[f"{MATCHED}_n"] = st.matched_n if st is not None else 0
+        row[f"{MATCHED}_mean"] = st.matched if st is not None else math.nan
+        low, high = st.matched_ci if st is not None else (math.nan, math.nan)
+        row[f"{MATCHED}_ci_low"], row[f"{MATCHED}_ci_high"] = low, high
+        row["matched_on"] = st.matched_on if st is not None else ""
+        row[RANK_COLUMN] = float(st.rank) if ranked else math.nan  # type: ignore[union-attr]
         rows.append(row)
-    ranks = rank_with_ties(
-        [r["trust_mean"] for r in rows],
-        [r["trust_ci_low"] for r in rows],
-        [r["trust_ci_high"] for r in rows],
-    )
-    for row, rank in zip(rows, ranks, strict=True):
-        row[RANK_COLUMN] = math.nan if rank is None else float(rank)
+    rows.sort(key=lambda r: (not math.isfinite(r[RANK_COLUMN]), r[RANK_COLUMN], r["subject"]))
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype(_dtypes())
 
 
@@ -263,38 +260,57 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
     return _save_figure(fig, path)
 
 
+#: The bar groups of :func:`plot_subjects`: the ranking's number and coverage, then the rest.
+PLOT_GROUPS = (COVERAGE, MATCHED, "trust", "grounding", "logic", "stability", "report", "hare")
+_GROUP_LABELS = {MATCHED: "matched trust\n(ranked on)", COVERAGE: "coverage", "trust": "full trust"}
+
+
+def _legend_label(rec: dict[str, Any]) -> str:
+    rank = rec.get(RANK_COLUMN, math.nan)
+    head = f"#{int(rank)} " if isinstance(rank, float) and math.isfinite(rank) else "unranked "
+    on = str(rec.get("matched_on") or "")
+    return head + _short(str(rec["subject"]), 40) + (f"\n  on {on}" if on else "")
+
+
 def plot_subjects(
     table: pd.DataFrame, *, path: str | os.PathLike[str], random_note: str | None = None
 ) -> Path:
-    """Grouped bars of each metric's mean per subject with CI error bars; PNG at ``path``.
+    """Grouped bars per subject, in rank order, with CI error bars; PNG at ``path``.
 
-    A metric a subject has no value for is a slot labelled "missing" (not a blank); the legend
-    sits beside the bars; ``random_note`` (see :func:`random_note`) is drawn as a red title.
+    The first groups are what the subjects are ranked on: the coverage, then the matched trust
+    (each legend entry names its rank and the modules it was matched on); then the full trust,
+    then each module. A value a subject has not got is a slot labelled "missing" (not a blank); the
+    legend sits beside the bars; ``random_note`` (see :func:`random_note`) is a red title.
 
     Raises:
         ConfigError: ``table`` lacks columns of :func:`summarise`'s table.
     """
-    needed = ["subject"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "ci_low", "ci_high")]
+    needed = ["subject", RANK_COLUMN, "matched_on"] + [
+        f"{m}_{s}" for m in PLOT_GROUPS for s in ("mean", "ci_low", "ci_high")
+    ]
     lacking = [c for c in needed if c not in table.columns]
     if lacking:
         raise ConfigError(f"summary table lacks columns {lacking}")
     if table.empty or not np.isfinite(table[[f"{m}_mean" for m in METRICS]].to_numpy(float)).any():
         return _no_scores(path)
+    table = table.sort_values(
+        [RANK_COLUMN, "subject"], na_position="last", kind="stable"
+    ).reset_index(drop=True)
+    groups = [m for m in PLOT_GROUPS if np.isfinite(table[f"{m}_mean"].to_numpy(float)).any()]
     n_subjects = len(table)
     width = 0.8 / n_subjects
-    fig = _new_figure(max(6.0, 1.0 + len(METRICS) * (0.35 * n_subjects + 0.6)), 4.0)
+    fig = _new_figure(max(6.0, 1.0 + len(groups) * (0.35 * n_subjects + 0.6)), 4.2)
     ax = fig.subplots()
-    x = np.arange(len(METRICS), dtype=np.float64)
-    for i, row in enumerate(table.itertuples(index=False)):
-        rec = row._asdict()
+    x = np.arange(len(groups), dtype=np.float64)
+    for i, row in enumerate(table.to_dict(orient="records")):
         offset = (i - (n_subjects - 1) / 2) * width
-        means = np.array([rec[f"{m}_mean"] for m in METRICS], dtype=np.float64)
-        lows = np.array([rec[f"{m}_ci_low"] for m in METRICS], dtype=np.float64)
-        highs = np.array([rec[f"{m}_ci_high"] for m in METRICS], dtype=np.float64)
+        means = np.array([row[f"{m}_mean"] for m in groups], dtype=np.float64)
+        lows = np.array([row[f"{m}_ci_low"] for m in groups], dtype=np.float64)
+        highs = np.array([row[f"{m}_ci_high"] for m in groups], dtype=np.float64)
         ok = np.isfinite(means)
         color = f"C{i % 10}"
-        label = _short(str(rec["subject"]), 40)
-        for xm in x[~ok] + offset:  # a missing module is named, not left as an empty slot
+        label = _legend_label(row)
+        for xm in x[~ok] + offset:  # a missing value is named, not left as an empty slot
             ax.text(xm, 0.02, "missing", rotation=90, ha="center", va="bottom", fontsize=7)
         if not ok.any():  # nothing to draw, but keep the subject in the legend
             ax.bar([np.nan], [np.nan], width=width, color=color, label=label)
@@ -305,13 +321,16 @@ def plot_subjects(
             yerr = np.vstack([means[ci] - lows[ci], highs[ci] - means[ci]]).clip(min=0.0)
             ax.errorbar(x[ci] + offset, means[ci], yerr=yerr, fmt="none", ecolor="black", capsize=3)
     ax.set_xticks(x)
-    ax.set_xticklabels(METRICS)
-    ax.set_xlim(-0.5, len(METRICS) - 0.5)  # every slot inside the axes, the "missing" labels too
+    ax.set_xticklabels([_GROUP_LABELS.get(m, m) for m in groups])
+    ax.set_xlim(-0.5, len(groups) - 0.5)  # every slot inside the axes, the "missing" labels too
     ax.set_ylim(0.0, 1.05)
-    ax.set_ylabel("mean score")
-    ax.set_title("Subjects compared (bars: mean, whiskers: bootstrap CI)")
+    ax.set_ylabel("mean (whiskers: bootstrap CI)")
+    ax.set_title(
+        "Subjects in rank order: coverage first, then the trust over the modules they share",
+        fontsize=10,
+    )
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(title="subject", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(title="rank, subject", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if random_note:
         fig.suptitle(random_note, color="red", fontweight="bold")
     return _save_figure(fig, path)
@@ -328,10 +347,17 @@ def _format_metric(row: dict[str, Any], metric: str) -> str:
     return f"{mean:.3f} (n={n})"
 
 
+def _format_coverage(row: dict[str, Any]) -> str:
+    mean = float(row[f"{COVERAGE}_mean"])
+    return "–" if not math.isfinite(mean) else f"{mean:.0%}"
+
+
 def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     """Print the summary table on a :class:`rich.console.Console`, one row per subject.
 
-    Metrics that no subject has are left out of the table and named in its caption.
+    Rows in rank order; the matched trust the rank rests on and the modules it was matched on
+    come first, the coverage and the full trust beside them. Metrics that no subject has are
+    left out of the table and named in its caption.
     """
     from rich.markup import escape
     from rich.table import Table
@@ -340,23 +366,25 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     shown = [m for m in METRICS if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
     absent = [m for m in METRICS if m not in shown]
     caption = f"missing for every subject: {', '.join(absent)}" if absent else None
-    caption = "; ".join(
-        x
-        for x in (caption, "rank: by mean trust, shared where the trust CIs overlap")
-        if x is not None
-    )
+    caption = "; ".join(x for x in (caption, RULE) if x is not None)
     out = Table(title="PathGLS benchmark summary", caption=caption)
     out.add_column("rank", justify="right")
     out.add_column("subject", style="bold", overflow="fold")
     out.add_column("items", justify="right")
     out.add_column("ok/part/fail", justify="right")
     out.add_column("dep/rev/rej", justify="right")
+    out.add_column("coverage", justify="right")
+    out.add_column("matched trust (ranked on)", justify="right", overflow="fold")
     for metric in shown:
-        out.add_column(metric, justify="right")
-    for row in table.to_dict(orient="records"):
+        out.add_column("full trust" if metric == "trust" else metric, justify="right")
+    order = table.sort_values([RANK_COLUMN, "subject"], na_position="last", kind="stable")
+    for row in order.to_dict(orient="records"):
         statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
         routes = "/".join(str(int(row[r])) for r in ROUTES)
         metrics = [Text(_format_metric(row, m)) for m in shown]
+        matched = _format_metric(row, MATCHED)
+        if row.get("matched_on"):
+            matched += f"\non {row['matched_on']}"
         rank = row[RANK_COLUMN]
         out.add_row(
             "–" if not math.isfinite(rank) else str(int(rank)),
@@ -364,6 +392,8 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
             str(int(row["n_items"])),
             statuses,
             routes,
+            _format_coverage(row),
+            Text(matched),
             *metrics,
         )
     console.print(out)
