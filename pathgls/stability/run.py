@@ -18,7 +18,7 @@ import numpy as np
 from pathgls.attacks.prompts import DEFAULT_ATTACK, Prompt, PromptLibrary, load_prompt_library
 from pathgls.attacks.stain import StainConfig, perturb_stain
 from pathgls.errors import PathGLSError
-from pathgls.stability.delta import StabilityConfig, make_delta, stability_score
+from pathgls.stability.delta import DeltaFn, StabilityConfig, make_delta, stability_score
 from pathgls.subjects.base import Subject, SubjectError
 from pathgls.subjects.cache import SubjectCache, cached_generate
 from pathgls.subjects.views import View
@@ -93,6 +93,7 @@ def run_stability(
     stain_config: StainConfig | None = None,
     config: StabilityConfig | None = None,
     max_report_chars: int | None = None,
+    delta: DeltaFn | None = None,
 ) -> StabilityRun:
     """Generate R_orig, R_aug and R_attack with ``subject`` and compute S_s.
 
@@ -113,6 +114,8 @@ def run_stability(
         stain_config: Macenko settings.
         config: Stability settings (Δ backend).
         max_report_chars: Longest report accepted (longer: that generation fails).
+        delta: The Δ, built once per worker (:func:`~pathgls.stability.delta.make_delta` with
+            ``config``, ``embedder`` and ``nli``); None builds it for this call.
 
     Raises:
         ConfigError: unknown attack, or the Δ backend's model is missing.
@@ -120,7 +123,7 @@ def run_stability(
     lib = library or load_prompt_library()
     neutral, adversarial = lib.neutral, lib.attack(attack)
     cfg = config or StabilityConfig()
-    delta = make_delta(cfg, embedder=embedder, nli=nli)
+    delta = delta or make_delta(cfg, embedder=embedder, nli=nli)
     run = StabilityRun(prompts={"neutral": neutral.name, "attack": adversarial.name})
     stained = perturb_stain(
         images=np.stack(view.images) if _same_shape(view.images) else view.images[0],
