@@ -142,14 +142,7 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
 
     encoder = foils = None
     if config.encoder.name is not None:
-        from pathgls.encoders import build_encoder
-        from pathgls.grounding.targets import FoilEmbeddings, load_foils
-
-        encoder = timed("encoder", lambda: build_encoder(config.encoder))
-        gc = config.grounding
-        if gc.calibration == "foil-rank":
-            bank = load_foils(gc.foils or None)
-            foils = FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
+        encoder, foils = timed("encoder", lambda: load_grounding_models(config))
     hare_models = None
     if hare:
         from pathgls.hare.models import build_hare_models
@@ -184,6 +177,28 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
         load_seconds=seconds,
     )
     return _with_report_scorer(models, config)
+
+
+def load_grounding_models(config: PathGLSConfig) -> tuple[Encoder, FoilEmbeddings | None]:
+    """The image-text encoder of ``config.encoder`` and, for ``foil-rank`` calibration, its foil
+    bank (embedded on first use, then shared by every report): what grounding needs, for a run
+    (:func:`load_models`) and for ``pathgls ground`` alike.
+
+    Raises:
+        ModelNotFoundError: the encoder's weights are not available locally.
+        ConfigError: no encoder named, or an unreadable foil file.
+    """
+    from pathgls.encoders import build_encoder
+    from pathgls.grounding.targets import FoilEmbeddings, load_foils
+
+    if config.encoder.name is None:
+        raise ConfigError("grounding needs an image-text encoder (encoder.name)")
+    encoder = build_encoder(config.encoder)
+    gc = config.grounding
+    if gc.calibration != "foil-rank":
+        return encoder, None
+    bank = load_foils(gc.foils or None)
+    return encoder, FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
 
 
 def _with_report_scorer(models: Models, config: PathGLSConfig) -> Models:

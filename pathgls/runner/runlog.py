@@ -84,9 +84,9 @@ class RunTimings:
         run = sum(self.phases.values()) or sum(self.stages.values()) or 1.0
         rows = [("model loading", sum(self.models.values()))]
         rows += [(_label(k), self.stages[k]) for k in (*ITEM_STAGES, *SUBJECT_STAGES) if k in self]
-        named_items = sum(self.stages.values())
-        if "items" in self.phases:
-            rows.append(("items: other", max(0.0, self.phases["items"] - named_items)))
+        named = sum(self.stages.values()) + sum(self.models.values())
+        if "items" in self.phases:  # the executor's phase: model loading, then the items
+            rows.append(("items: other", max(0.0, self.phases["items"] - named)))
         rows += [(p, self.phases[p]) for p in ("planning", "writing cards", "summary") if p in self]
         return [(name, s, s / run) for name, s in rows]
 
