@@ -331,7 +331,8 @@ def bag_read_plan(meta: BagMeta, level_downsamples: Sequence[float]) -> ReadPlan
         level0_mpp=float(meta.level0_mpp),
         target_mpp=float(meta.target_mpp),
         mpp_source=meta.mpp_source,
-        resample="area" if meta.resample == "area" else "lanczos",
+        # "": a bag from before the filter was recorded, which resized with Lanczos
+        resample="lanczos" if meta.resample in ("lanczos", "") else "area",
         scaled_decode=bool(meta.scaled_decode),
     )
 
