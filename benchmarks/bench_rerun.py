@@ -8,8 +8,9 @@ The folder (built once into ``--workdir``; the large pyramid is the one
   (``pathgls.testing.synthetic.write_mosaic_40x(level_factor=4)``: 20× patches are 2×
   reductions of level 0, decoded at half scale);
 * ``cmu-40x-8192.svs`` — an 8192 × 8192 40× pyramid with a native 20× level (``level_factor=2``);
-* ``kidney-48-5.tif`` — a real flat TIFF OpenSlide cannot open, read as a plain image at the
-  assumed 0.5 µm/px (shared data).
+* ``cmu-flat.tif`` — the CMU region's real pixels as a flat (stripped, deflate) TIFF with its
+  0.499 µm/px in the resolution tags: OpenSlide cannot open it, pathgls reads it as a plain
+  image (one level, no pyramid) with that mpp.
 
 The command, each time in a fresh process (``python -m pathgls benchmark``)::
 
@@ -54,7 +55,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "slides"
 CMU = SHARED / "cmu-1-small-region.svs"
-KIDNEY = SHARED / "kidney-48-5.tif"
 BIG = 20480
 MID = 8192
 SUBJECTS = ("captioner", "captioner-obedient")
@@ -78,9 +78,22 @@ def build_slides(workdir: Path) -> Path:
 
     big = workdir / f"cmu-40x-no20x-{BIG}.svs"
     mid = workdir / f"cmu-40x-{MID}.svs"
-    if not big.exists() or not mid.exists():
+    flat = workdir / "cmu-flat.tif"
+    if not big.exists() or not mid.exists() or not flat.exists():
+        from PIL import Image
+
         with openslide.OpenSlide(str(CMU)) as s:
             rgb = np.asarray(s.read_region((0, 0), 0, s.dimensions).convert("RGB"))
+            mpp = float(s.properties[openslide.PROPERTY_NAME_MPP_X])
+        if not flat.exists():  # resolution in pixels per centimetre
+            res = 1e4 / mpp
+            Image.fromarray(rgb).save(
+                flat,
+                compression="tiff_deflate",
+                resolution_unit=3,
+                x_resolution=res,
+                y_resolution=res,
+            )
         if not big.exists():
             t = time.perf_counter()
             write_mosaic_40x(big, rgb=rgb, size=BIG, level_factor=4)
@@ -90,7 +103,7 @@ def build_slides(workdir: Path) -> Path:
     slides = workdir / "slides"
     shutil.rmtree(slides, ignore_errors=True)
     slides.mkdir()
-    for f in (CMU, big, mid, KIDNEY):
+    for f in (CMU, big, mid, flat):
         (slides / f.name).symlink_to(f.resolve())
     return slides
 
@@ -213,9 +226,8 @@ def main() -> None:
         run, slides, clip = (Path(a) for a in args.child_extract)
         child_extract(run, slides, clip)
         return
-    for f in (CMU, KIDNEY):
-        if not f.exists():
-            raise SystemExit(f"shared data not found: {f}")
+    if not CMU.exists():
+        raise SystemExit(f"shared data not found: {CMU}")
     workdir = args.workdir or Path(tempfile.gettempdir()) / "pathgls-bench-rerun"
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load {load_average()}")
