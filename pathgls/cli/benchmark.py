@@ -201,6 +201,7 @@ def report_run(result: Any, console: Console) -> None:
     errors = result.run_dir / "errors.jsonl"
     if c.get("failed") or c.get("partial"):
         console.print(f"[yellow]failures and their reasons:[/] {escape(str(errors))}")
+    console.print(f"time {escape(result.timings.headline())} (per item and stage: logs/)")
     console.print(f"results: {escape(str(result.run_dir))} (scorecards/, summary.csv, plots/)")
 
 

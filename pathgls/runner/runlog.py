@@ -107,6 +107,13 @@ class RunTimings:
             per = seconds / self.items if self.items else 0.0
             log.info("  %-16s %9.2f s %6.1f%%  %8.3f s/item", name, seconds, 100 * share, per)
 
+    def headline(self, top: int = 4) -> str:
+        """One line for the console: the run's time and its largest stages."""
+        run = sum(self.phases.values())
+        rows = sorted((r for r in self.table() if r[1] >= 0.005), key=lambda r: -r[1])[:top]
+        parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds, _ in rows)
+        return f"{run:.1f} s: {parts}" if parts else f"{run:.1f} s"
+
     def to_dict(self) -> dict[str, Any]:
         """For the manifest: phases, stages, model loading, counts."""
         return {
