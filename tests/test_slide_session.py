@@ -491,3 +491,29 @@ def _pixels(slide: Path) -> np.ndarray:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_roi_items_rerun_by_identity_too(
+    sample_rois: tuple[Path, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "rois"
+    src.mkdir()
+    a, b = src / "a.png", src / "b.png"
+    shutil.copy2(sample_rois[0], a)
+    shutil.copy2(sample_rois[1], b)
+    config = load_config(run={"subjects": ("captioner",)})
+    out = tmp_path / "run"
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    store = ResultsStore(out)
+    assert store.read_card(store.card_path("captioner", "a")).inputs["slide_identity"]["sha256"]
+    st = a.stat()
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched: kept
+    shutil.copyfile(sample_rois[2], b)  # other pixels under b's name: redone
+    again = run_benchmark(source=src, config=config, out=out, plots=False)
+    assert again.skipped == 1 and again.counts["ok"] == 2
+    card_b = store.read_card(store.card_path("captioner", "b"))
+    assert any("b.png changed since its earlier ScoreCards" in w for w in card_b.warnings)
+    assert card_b.inputs["slide_identity"]["sha256"] == _sha(b)
+    card_a = store.read_card(store.card_path("captioner", "a"))
+    assert card_a.inputs["slide_identity"]["mtime_ns"] == a.stat().st_mtime_ns
+    assert not card_a.warnings or not any("changed" in w for w in card_a.warnings)

@@ -187,6 +187,7 @@ def _prepare(
             "slide_identity": identity.to_dict(),
         },
         timings=timings,
+        warnings=list(item.notes),
     )
     if models.encoder is not None:
         prep.warnings.append(
