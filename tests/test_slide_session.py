@@ -517,3 +517,26 @@ def test_roi_items_rerun_by_identity_too(
     card_a = store.read_card(store.card_path("captioner", "a"))
     assert card_a.inputs["slide_identity"]["mtime_ns"] == a.stat().st_mtime_ns
     assert not card_a.warnings or not any("changed" in w for w in card_a.warnings)
+
+
+def test_a_flat_tiffs_card_and_bag_agree_on_its_resolution(
+    cmu_slide: Path, tiny_clip: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    src = tmp_path / "slides"
+    src.mkdir()
+    tissue = _pixels(cmu_slide)[1024:2048, 512:1536]
+    Image.fromarray(tissue).save(src / "flat.tif")  # no resolution tags: tiling.image_mpp
+    config = load_config(
+        run={"subjects": ("captioner",)},
+        encoder={"name": f"hf:{tiny_clip}"},
+        tiling={"image_mpp": 0.25},
+    )
+    result = run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
+    (card,) = result.cards
+    bag = read_bag(card.inputs["bag"], windows=False)
+    assert card.inputs["level0_mpp"] == bag.meta.level0_mpp == 0.25
+    assert card.inputs["mpp_source"] == bag.meta.mpp_source == "default"
+    assert bag.meta.patch_size_level0 == 1024 and len(bag) == 1  # 40× read, reduced 2×
+    assert any("assumed 0.25 µm/px" in w for w in card.warnings)
