@@ -28,8 +28,9 @@ directory, hence a fresh subject cache and the same work:
    baseline, a local run with torch on 1 thread (one worker computes on one core).
 
 Stage table: mean ms per item over the local run's ScoreCards (an item = both subjects):
-tiling/encoding (``slide.tiling_encoding``: the ROI's windows through the image tower, once per
-item), view (``slide.open`` + ``slide.view``: reading the ROI), then summed over subjects:
+identity (``slide.identity``: the ROI file's size, mtime and hashes, stored in its cards so a
+rerun skips them), encoding (``slide.encoding``: the ROI's windows through the image tower, once
+per item), view (``slide.open`` + ``slide.view``: reading the ROI), then summed over subjects:
 generation (in the subject), stability (Δ scoring without generation: stain perturbation,
 extraction, embeddings), logic, grounding (text tower + similarities + heat maps), hare (no
 references here: 0), and fusion/other = each subject's ``total`` minus its named stages
@@ -53,8 +54,26 @@ Each is printed with PASS/MISS, with the number of items from which the whole-pr
 would meet the target (fixed costs and per-item times as measured). The machine is shared, so
 the load average is printed too and every figure is a ratio of two runs made minutes apart.
 
+Per-card cost by subject (issue #26, with ``--entities``): the mean ``total`` of a subject's
+cards in the local run — generation, Stability (stain perturbation, report analysis, the Δ),
+Logic, Grounding, fusion — for the replay subject whose reports state a diagnosis against the
+captioner's. Target: ≤ 1.5× (it was ≈ 9× while every item rebuilt the dx Δ and re-embedded its
+275 diagnosis names).
+
+``--profile`` adds a local run under cProfile (a fresh child, same work) and prints the
+functions with the largest cumulative share of the run, each classed as ``orchestration``
+(the runner, CLI and the loops that only call the stages: their time is their callees'),
+``encoder`` (the image-text encoder: ``pathgls.encoders``), ``subject`` (``pathgls.subjects``),
+``start-up`` (``load_models``: every model loaded once) or ``work``; library frames count in
+their pathgls caller. Target: no ``work`` function above 25% of the run (the issue's profile
+had 67% in the dx Δ re-embedding its vocabulary). A function's share counts its cumulative time
+minus what it spends in the encoder and the subject (their share of each callee's time, followed
+down the call graph cProfile records); start-up (``load_models``) is not profiled, its share is
+the models' recorded load time. cProfile's overhead inflates Python-heavy code, so the shares
+of work functions are, if anything, overstated.
+
 Usage: python benchmarks/bench_runner.py [--items 20] [--workers 2] [--encoder plip-random|none]
-    [--entities] [--compare-workers] [--quick] [--keep DIR]
+    [--entities] [--compare-workers] [--skip-ray] [--profile] [--quick] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -87,7 +106,27 @@ ENTITY_REPORT = (
     "\nDiagnosis: invasive ductal carcinoma."
 )
 #: (label, card timing keys) of the stages shared by an item's subjects (counted once).
-SHARED = (("tiling/encoding", ("slide.tiling_encoding",)), ("view", ("slide.open", "slide.view")))
+SHARED = (
+    ("identity", ("slide.identity",)),
+    ("tiling", ("slide.tiling",)),
+    ("encoding", ("slide.encoding",)),
+    ("view", ("slide.open", "slide.view")),
+)
+#: Per-card cost target: a subject whose reports state diagnoses vs the captioner.
+CARD_TARGET = 1.5
+#: Profile target: no work function above this share of the run.
+PROFILE_TARGET = 0.25
+#: Functions that only call the stages (their cumulative time is their callees').
+ORCHESTRATION = (
+    "pathgls/runner/",
+    "pathgls/cli/",
+    "pathgls/stability/run.py:run_stability",
+    "pathgls/stability/run.py:_generate",
+    "pathgls/subjects/cache.py",
+    "bench_runner.py",
+    "<built-in method builtins.exec>",
+    "<string>",
+)
 #: (label, card timing key) of the per-subject stages (summed over subjects).
 PER_SUBJECT = (
     ("generation", "generation"),
@@ -166,16 +205,18 @@ class Timed:
         return self.wall - self.startup - self.tail
 
 
-def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> None:
+def child(
+    executor: str, workers: int, threads: int, work: Path, out: Path, profile: bool = False
+) -> None:
     """Hidden ``--child`` mode: one run in this fresh process; prints its timings as JSON.
 
     ``threads`` > 0 sets torch's threads of a local run (0: torch's default, every core).
+    ``profile`` runs it under cProfile and writes the stats to ``out/profile.pstats``.
     """
     if threads:
         import torch
 
         torch.set_num_threads(threads)
-    import pathgls.runner.local as local_module
     from pathgls.config import load_config
     from pathgls.runner.manifest import read_manifest
     from pathgls.runner.run import run_benchmark
@@ -190,20 +231,30 @@ def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> N
         encoder={"name": spec["encoder"]},
     )
     times = {"startup": 0.0, "last": 0.0}
-    load_models = local_module.load_models
-
-    def timed_load(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return load_models(*args, **kwargs)
-        finally:
-            times["startup"] = time.perf_counter() - t
 
     def progress(*_: Any) -> None:
         times["last"] = time.perf_counter()
 
-    local_module.load_models = timed_load  # benchmark instrumentation only
+    profiler = None
+    if profile:
+        import cProfile
+
+        import pathgls.runner.models as models_module
+
+        profiler = cProfile.Profile()
+        real_load = models_module.load_models
+
+        def unprofiled_load(*args: Any, **kwargs: Any) -> Any:
+            profiler.disable()  # start-up is reported from the recorded load times
+            try:
+                return real_load(*args, **kwargs)
+            finally:
+                profiler.enable()
+
+        models_module.load_models = unprofiled_load  # benchmark instrumentation only
     clock0, t0 = time.time(), time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     result = run_benchmark(
         source=work / "rois",
         config=config,
@@ -211,9 +262,17 @@ def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> N
         progress=progress,
         plots=False,
     )
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(str(out / "profile.pstats"))
     end = time.perf_counter()
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest.models is not None
     if executor == "ray":
-        times["startup"] = float((read_manifest(out) or {})["models"]["ray"]["startup_s"])
+        assert manifest.models.ray is not None
+        times["startup"] = manifest.models.ray.startup_s
+    else:  # the models' own load times, recorded by the run (its run log says the same)
+        times["startup"] = sum(manifest.models.load_seconds.values())
     record = {
         "call_started": clock0,  # wall clock: the parent compares it with the spawn time
         "wall": end - t0,
@@ -225,11 +284,19 @@ def child(executor: str, workers: int, threads: int, work: Path, out: Path) -> N
     print("RESULT " + json.dumps(record), flush=True)
 
 
-def run(label: str, *, work: Path, executor: str, workers: int, threads: int = 0) -> Timed:
+def run(
+    label: str,
+    *,
+    work: Path,
+    executor: str,
+    workers: int,
+    threads: int = 0,
+    profile: bool = False,
+) -> Timed:
     """One run in a fresh child process and a fresh run directory ``run-<label>``."""
     out = work / f"run-{label}"
     shutil.rmtree(out, ignore_errors=True)
-    spec = f"{executor}:{workers}:{threads}:{label}"
+    spec = f"{executor}:{workers}:{threads}:{int(profile)}:{label}"
     cmd = [sys.executable, __file__, "--child", spec, "--keep", str(work)]
     spawned, t0 = time.time(), time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -280,6 +347,117 @@ def stage_table(run_dir: Path) -> tuple[dict[str, float], int]:
             sums["fusion/other"] += card.timings.get("total", 0.0) - named
     n = max(1, len(by_item))
     return {k: v / n for k, v in sums.items()}, len(by_item)
+
+
+def print_card_costs(run_dir: Path) -> None:
+    """Mean seconds per card of each subject, and each against the captioner's."""
+    from pathgls.runner.store import ResultsStore
+
+    by_subject: dict[str, list[Any]] = {}
+    for card in ResultsStore(run_dir).load_cards():
+        by_subject.setdefault(card.subject, []).append(card)
+    base = by_subject.get("captioner")
+    base_s = np.mean([c.timings.get("total", 0.0) for c in base]) if base else float("nan")
+    print("per-card cost by subject (local run; mean of each card's total, shared slide stages")
+    print("excluded; stability = stain, analysis and the Δ, without generation)")
+    for subject, cards in by_subject.items():
+        t = {k: np.mean([c.timings.get(k, 0.0) for c in cards]) for k in PER_SUBJECT_KEYS}
+        total = float(np.mean([c.timings.get("total", 0.0) for c in cards]))
+        parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in t.items())
+        ratio = total / base_s if base else float("nan")
+        name = subject if len(subject) < 40 else subject[:18] + "…" + subject[-18:]
+        line = f"  {name:<40} {1e3 * total:8.1f} ms/card ({parts} ms) = {ratio:.2f}× captioner"
+        if subject.startswith("replay:"):
+            verdict = "PASS" if ratio <= CARD_TARGET else "MISS"
+            line += f"  (target ≤ {CARD_TARGET}×: {verdict})"
+        print(line)
+
+
+PER_SUBJECT_KEYS = ("generation", "stability", "logic", "grounding")
+
+
+def _where(func: tuple[str, int, str]) -> str:
+    path, _line, name = func
+    i = path.find("pathgls/")
+    short = path[i:] if i >= 0 else (Path(path).name if path.startswith("/") else path)
+    return f"{short}:{name}" if path != "~" else name
+
+
+def _kind(where: str) -> str:
+    if any(o in where for o in ORCHESTRATION):
+        return "orchestration"
+    if "pathgls/encoders/" in where:
+        return "encoder"
+    if "pathgls/subjects/" in where:
+        return "subject"
+    return "work"
+
+
+def _model_fractions(stats: Any) -> dict[Any, float]:
+    """Each function's share of its cumulative time spent in the encoder or the subject.
+
+    1 for encoder and subject functions; else the cumulative time of each call edge times the
+    callee's own fraction, summed, over the function's cumulative time (calls spread evenly).
+    """
+    edges: dict[Any, dict[Any, float]] = {}
+    for callee, (_cc, _nc, _tt, _ct, callers) in stats.stats.items():
+        for caller, (_c, _n, _t, ct_edge) in callers.items():
+            edges.setdefault(caller, {})[callee] = ct_edge
+    memo: dict[Any, float] = {}
+
+    def frac(func: Any, depth: int = 0) -> float:
+        if func in memo:
+            return memo[func]
+        kind = _kind(_where(func))
+        if kind in ("encoder", "subject"):
+            memo[func] = 1.0
+            return 1.0
+        ct = stats.stats[func][3]
+        memo[func] = 0.0  # a cycle counts as no model time
+        if ct <= 0 or depth > 60:
+            return 0.0
+        inside = sum(t * frac(g, depth + 1) for g, t in edges.get(func, {}).items())
+        memo[func] = min(1.0, inside / ct)
+        return memo[func]
+
+    return {f: frac(f) for f in stats.stats}
+
+
+def print_profile(path: Path, *, wall: float, startup: float, top: int = 15) -> None:
+    """The functions with the largest cumulative share of the profiled run, classed.
+
+    ``wall``: seconds of the run_benchmark call; ``startup``: its unprofiled model loading.
+    """
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    total = wall  # the run_benchmark call; load_models ran in it, unprofiled
+    profiled = wall - startup
+    fractions = _model_fractions(stats)
+    rows = []
+    for func, (_cc, _nc, _tt, ct, _callers) in stats.stats.items():
+        where = _where(func)
+        if not where.startswith("pathgls/"):
+            continue  # library code (torch, numpy, spaCy) counts in its pathgls caller
+        kind = _kind(where)
+        own = ct if kind in ("encoder", "subject") else ct * (1.0 - fractions[func])
+        rows.append((own / total, ct / total, where, kind))
+    rows.sort(reverse=True)
+    print(
+        f"profile of the local run under cProfile ({profiled:.1f} s profiled in run_benchmark "
+        f"+ {startup:.1f} s start-up loading the models, unprofiled):"
+    )
+    print("   share  (cumul.) class         function  [share: without encoder/subject time]")
+    for share, cum, where, kind in [r for r in rows if r[3] != "orchestration"][:top]:
+        print(f"  {100 * share:5.1f}%  ({100 * cum:5.1f}%) {kind:<13} {where}")
+    print(f"start-up (load_models: every model loaded once): {startup / total:.1%} of the run")
+    worst = next((r for r in rows if r[3] == "work"), None)
+    if worst is not None:
+        verdict = "PASS" if worst[0] <= PROFILE_TARGET else "MISS"
+        print(
+            f"largest work function: {worst[2]} {100 * worst[0]:.1f}% of the run without "
+            f"encoder/subject time (target ≤ {100 * PROFILE_TARGET:.0f}%): {verdict}"
+        )
 
 
 def print_stages(local: Timed, rays: list[Timed]) -> None:
@@ -339,6 +517,8 @@ def main() -> None:
     ap.add_argument("--encoder", choices=["plip-random", "none"], default="plip-random")
     ap.add_argument("--entities", action="store_true", help="add a replay subject with entities")
     ap.add_argument("--compare-workers", action="store_true", help="also Ray with 1 worker")
+    ap.add_argument("--skip-ray", action="store_true", help="local runs only (no Ray overhead)")
+    ap.add_argument("--profile", action="store_true", help="add a local run under cProfile")
     ap.add_argument("--quick", action="store_true", help="6 items")
     ap.add_argument("--keep", type=Path, default=None, help="keep the ROIs and runs here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -349,19 +529,20 @@ def main() -> None:
 
     logging.basicConfig(level=logging.ERROR)  # the random-weights warning is printed below
     if args.child:
-        executor, workers, threads, label = args.child.split(":", 3)
-        child(executor, int(workers), int(threads), args.keep, args.keep / f"run-{label}")
+        executor, workers, threads, profile, label = args.child.split(":", 4)
+        out = args.keep / f"run-{label}"
+        child(executor, int(workers), int(threads), args.keep, out, profile == "1")
         return
     if args.quick:
         args.items = min(args.items, 6)
-    import ray
     import torch
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_runner-"))
     work.mkdir(parents=True, exist_ok=True)
+    ray_version = "not run" if args.skip_ray else __import__("ray").__version__
     print(
         f"python {sys.version.split()[0]}, torch {torch.__version__} ({torch.get_num_threads()} "
-        f"threads in the local run, 1 per Ray worker), ray {ray.__version__}; "
+        f"threads in the local run, 1 per Ray worker), ray {ray_version}; "
         f"{os.cpu_count()} CPUs; load average {load_average()}"
     )
     try:
@@ -398,11 +579,10 @@ def main() -> None:
             "(fresh subject cache)"
         )
         # (label, executor, workers, local torch threads, the local run it is compared with)
-        runs = [
-            ("local", "local", 1, 0, None),
-            (f"ray×{args.workers}", "ray", args.workers, 0, "local"),
-        ]
-        if args.compare_workers and args.workers != 1:
+        runs = [("local", "local", 1, 0, None)]
+        if not args.skip_ray:
+            runs.append((f"ray×{args.workers}", "ray", args.workers, 0, "local"))
+        if args.compare_workers and args.workers != 1 and not args.skip_ray:
             # one Ray worker computes on one core: its baseline is a local run on one thread
             runs += [
                 ("local-1thread", "local", 1, 1, None),
@@ -416,6 +596,12 @@ def main() -> None:
         print(f"time per item by stage ({args.items} items × {len(subjects)} subjects)", end="")
         print(f"; {RANDOM_NOTE}" if encoder else "")
         print_stages(done["local"], [done[r[0]] for r in runs[1:]])
+        print()
+        print_card_costs(done["local"].run_dir)
+        if args.profile:
+            print(f"\nrun local-profile (load average {load_average()}):")
+            prof = run("local-profile", work=work, executor="local", workers=1, profile=True)
+            print_profile(prof.run_dir / "profile.pstats", wall=prof.wall, startup=prof.startup)
         for label, *_, base_label in runs:
             if base_label is None:
                 continue

@@ -222,6 +222,10 @@ def _strings(value: Any, where: str) -> None:
     )
 
 
+#: How the warnings of cards written before ``ModuleScore.random_weights`` named random weights.
+_RANDOM_MARK = "random-weight"
+
+
 @dataclass
 class ModuleScore:
     """One module's score with its evidence; ``value`` is None when the module could not run.
@@ -235,10 +239,14 @@ class ModuleScore:
     missing_reason: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # computed with a model of random test weights: a wiring check, never a result
+    random_weights: bool = False
 
     def __post_init__(self) -> None:
         if self.value is None and not self.missing_reason:
             raise ValueError(f"module {self.name!r} has no value and no missing_reason")
+        if not isinstance(self.random_weights, bool):
+            raise ValueError(f"module {self.name!r}: random_weights must be true or false")
 
     @property
     def missing(self) -> bool:
@@ -276,6 +284,15 @@ class ModuleScore:
             d.get("evidence"),
         )
         _strings(d.get("warnings", []), f"{where}.warnings")
+        random = d.get("random_weights")
+        _check(
+            random is None or isinstance(random, bool),
+            f"{where}.random_weights",
+            "a boolean",
+            random,
+        )
+        if random is None:  # a card from before the flag: its warnings said so
+            d["random_weights"] = any(_RANDOM_MARK in w for w in d.get("warnings", []))
         try:
             return cls(**d)
         except ValueError as e:

@@ -68,8 +68,8 @@ def test_a_benchmark_repeats_itself_from_its_config_toml(tmp_path: Path, ROIS) -
     assert first["logic"]["top_k_fraction"] == 0.3 and "weights" in first["fusion"]
     assert "name" not in first["encoder"]  # no encoder: None is left out, and loads as None
     manifest = read_manifest(run)
-    assert manifest["config"]["run"]["subjects"] == list(SUBJECTS)
-    assert manifest["config"]["encoder"]["name"] is None
+    assert manifest.config["run"]["subjects"] == list(SUBJECTS)
+    assert manifest.config["encoder"]["name"] is None
 
     invoke("benchmark", src, "--config", run / "config.toml", "--out", again)
     assert saved_config(again) == first

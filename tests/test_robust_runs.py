@@ -22,7 +22,7 @@ from pathgls.errors import LockedError, RunIntegrityError
 from pathgls.io.lock import RUN_LOCK, acquire
 from pathgls.io.names import safe_stem
 from pathgls.runner.items import plan_items
-from pathgls.runner.manifest import read_manifest
+from pathgls.runner.manifest import Manifest, read_manifest
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
 
@@ -106,7 +106,7 @@ def test_count_check_refuses_a_run_whose_cards_do_not_add_up(tmp_path: Path, roi
     finally:
         run_module.ResultsStore.write_card = real  # type: ignore[method-assign]
     manifest = read_manifest(tmp_path / "run")
-    assert manifest["status"] == "failed" and "RunIntegrityError" in manifest["reason"]
+    assert manifest.status == "failed" and "RunIntegrityError" in manifest.reason
 
 
 # -- 4: secrets ----------------------------------------------------------------------------------
@@ -241,8 +241,8 @@ def test_manifest_ends_failed_or_interrupted_with_the_reason(
             source=src, config=load_config(run={"subjects": ("captioner",)}), out=tmp_path
         )
     manifest = read_manifest(tmp_path)
-    assert manifest["status"] == status and manifest["finished"]
-    assert manifest["reason"].startswith(type(error).__name__)
+    assert manifest.status == status and manifest.finished
+    assert manifest.reason.startswith(type(error).__name__)
 
 
 def test_a_manifest_write_failure_never_hides_the_original_error(
@@ -255,8 +255,8 @@ def test_a_manifest_write_failure_never_hides_the_original_error(
     calls = []
     real = run_module.write_manifest
 
-    def disk_full_after_start(run_dir: Path, manifest: dict) -> Path:
-        calls.append(manifest.get("status"))
+    def disk_full_after_start(run_dir: Path, manifest: Manifest) -> Path:
+        calls.append(manifest.status)
         if len(calls) > 1:
             raise OSError(28, "No space left on device")
         return real(run_dir, manifest)
@@ -376,10 +376,10 @@ def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, roi: 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) != 0
     manifest = read_manifest(out)
-    if manifest["status"] == "finished":  # every item was done before the signal came
+    if manifest.status == "finished":  # every item was done before the signal came
         pytest.skip("the run finished before SIGTERM arrived")
-    assert manifest["status"] == "interrupted" and "SIGTERM" in manifest["reason"]
-    assert manifest["counts"]["evaluated"] >= 1
+    assert manifest.status == "interrupted" and "SIGTERM" in manifest.reason
+    assert manifest.counts.evaluated >= 1
 
 
 def test_the_count_check_reads_each_pair_at_its_own_path(tmp_path: Path, roi: Path) -> None:

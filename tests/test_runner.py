@@ -107,11 +107,11 @@ def test_two_slides_two_subjects_end_to_end(two_by_two, CMU, ROI) -> None:
 def test_run_files_summary_and_manifest(two_by_two) -> None:
     _, out, _result = two_by_two
     manifest = read_manifest(out)
-    assert manifest["status"] == "finished" and manifest["finished"]
-    assert manifest["counts"]["planned"] == 4 and manifest["counts"]["ok"] == 4
-    assert manifest["packages"]["pathgls"] and manifest["packages"]["torch"]
-    assert set(manifest["models"]["subjects"]) == set(SUBJECTS)
-    assert manifest["config"]["run"]["subjects"] == list(SUBJECTS)
+    assert manifest.status == "finished" and manifest.finished
+    assert manifest.counts.planned == 4 and manifest.counts.ok == 4
+    assert manifest.packages["pathgls"] and manifest.packages["torch"]
+    assert set(manifest.models.subjects) == set(SUBJECTS)
+    assert manifest.config["run"]["subjects"] == list(SUBJECTS)
     table = pd.read_csv(out / "summary.csv")
     pd.testing.assert_frame_equal(
         table, pd.read_parquet(out / "summary.parquet"), check_dtype=False
@@ -131,7 +131,7 @@ def test_rerun_skips_finished_cards(two_by_two, tmp_path: Path) -> None:
     again = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     assert again.skipped == 4 and again.counts["ok"] == 4
     assert {p: p.stat().st_mtime_ns for p in (out / "scorecards").rglob("*.json")} == before
-    assert read_manifest(out)["counts"]["evaluated"] == 0
+    assert read_manifest(out).counts.evaluated == 0
 
 
 def test_gate_on_a_run_directory(two_by_two) -> None:
@@ -165,7 +165,7 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path, CMU, ROI, ROI
     assert 1 <= len(written) < 6, "the kill came too late to test resuming"
     for p in written:  # every card on disk is whole (atomic writes)
         json.loads(p.read_text())
-    assert read_manifest(out)["status"] == "running"
+    assert read_manifest(out).status == "running"
     resumed = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     assert resumed.skipped >= 1 and resumed.counts["ok"] == 6
     assert not list(out.rglob("*.tmp"))

@@ -211,10 +211,10 @@ def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
         for phrase, v in values.items():
             np.testing.assert_array_equal(maps[name][phrase], v)
     manifest = read_manifest(out)
-    assert manifest["executor"] == "ray" and manifest["status"] == "finished"
-    assert manifest["models"]["ray"]["workers"] == 2
-    assert manifest["models"]["ray"]["replaced"] == 0
-    assert manifest["models"]["subjects"] == read_manifest(local.run_dir)["models"]["subjects"]
+    assert manifest.executor == "ray" and manifest.status == "finished"
+    assert manifest.models.ray.workers == 2
+    assert manifest.models.ray.replaced == 0
+    assert manifest.models.subjects == read_manifest(local.run_dir).models.subjects
 
 
 @needs_ray
@@ -250,7 +250,7 @@ def test_ray_records_failed_items_and_completes_the_rest(
     assert sorted((r["subject"], r["item_id"]) for r in log) == sorted(
         [("captioner", "broken"), (dead, "broken"), (dead, CMU.stem)]
     )
-    assert read_manifest(out)["counts"]["evaluated"] == 4
+    assert read_manifest(out).counts.evaluated == 4
 
 
 @needs_ray
@@ -265,7 +265,7 @@ def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path, ROI: P
         run_benchmark(source=ROI, config=config, out=tmp_path / "run")
     assert not ray.is_initialized()
     manifest = read_manifest(tmp_path / "run")  # an error, not an interruption: failed, with why
-    assert manifest["status"] == "failed" and manifest["reason"].startswith("ModelNotFoundError")
+    assert manifest.status == "failed" and manifest.reason.startswith("ModelNotFoundError")
     assert not (tmp_path / "run" / "scorecards").exists()
 
 
@@ -330,7 +330,7 @@ def test_dead_worker_fails_its_item_and_the_run_goes_on(
     (lost,) = [c for c in ResultsStore(out).load_cards() if c.status == "failed"]
     assert "Ray worker evaluating this item died" in lost.errors[0]
     assert lost.inputs["subject_model_id"] == "pathgls/captioner"  # from the models' description
-    assert read_manifest(out)["models"]["ray"]["replaced"] == 1
+    assert read_manifest(out).models.ray.replaced == 1
     # a rerun redoes the lost item only
     tasks = plan_tasks(discover(src), config, ResultsStore(out))
     assert [(item.item_id, subjects) for item, subjects in tasks] == [(lost.item_id, ["captioner"])]
@@ -344,7 +344,7 @@ def test_missing_ray_is_a_config_error(
     with pytest.raises(ConfigError, match=r"pip install 'pathgls\[ray\]'"):
         run_benchmark(source=ROI, config=config, out=tmp_path / "run")
     manifest = read_manifest(tmp_path / "run")
-    assert manifest["status"] == "failed" and manifest["reason"].startswith("ConfigError")
+    assert manifest.status == "failed" and manifest.reason.startswith("ConfigError")
     res = CliRunner().invoke(
         app,
         [

@@ -306,9 +306,7 @@ def test_plots_name_missing_modules_shorten_specs_and_mark_random_weights(
     monkeypatch.setattr(summary, "_save_figure", lambda fig, path: figures.append(fig) or path)
     spec = "openai:http://a-very-long-host.example.org:8000/v1#llava-med-v1.5-mistral-7b"
     random_card = _card("a", spec, trust=0.6, logic=0.7, stability=0.5, grounding=0.4)
-    random_card.modules["grounding"].warnings.append(
-        "random-weight encoder: this grounding proves wiring only, not a result"
-    )
+    random_card.modules["grounding"].random_weights = True  # the flag marks it, not a text
     cards = [random_card, _card("a", "captioner", trust=0.5, stability=0.5)]
     note = summary.random_note(cards)
     assert note is not None and note.startswith("RANDOM WEIGHTS: grounding")

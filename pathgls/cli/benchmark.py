@@ -57,6 +57,14 @@ TimeoutOpt = Annotated[
     float | None, Opt(help="Seconds one subject request may take (openai; default 120).")
 ]
 RetriesOpt = Annotated[int | None, Opt(help="Retries of a failed subject request (openai; 3).")]
+VerifyOpt = Annotated[
+    bool,
+    Opt(
+        "--verify",
+        help="Hash every slide in full to check its finished ScoreCards, patches file and "
+        "feature bags, even when its size, mtime and header are unchanged.",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -80,6 +88,7 @@ def build_run_config(
     executor: str | None = None,
     address: str | None = None,
     workers: int | None = None,
+    verify: bool = False,
 ) -> Any:
     """The run's :class:`~pathgls.config.PathGLSConfig`: the config file, then the options given.
 
@@ -104,6 +113,7 @@ def build_run_config(
             "executor": executor,
             "address": address,
             "workers": workers,
+            "verify": True if verify else None,
         },
         models={"nli": nli},
         encoder={"name": None if no_encoder else encoder},
@@ -174,11 +184,8 @@ def report_run(result: Any, console: Console) -> None:
 
     print_summary(result.summary, console=Console())
     from pathgls.cli.common import RANDOM_MARK, random_weight_modules
-    from pathgls.runner.store import ResultsStore
 
-    random = sorted(
-        {c.subject for c in ResultsStore(result.run_dir).load_cards() if random_weight_modules(c)}
-    )
+    random = sorted({c.subject for c in result.cards if random_weight_modules(c)})
     if random:  # the summary's numbers for these subjects are wiring checks, not results
         Console().print(
             f"[red]{RANDOM_MARK}:[/] grounding, and so the trust, of {escape(', '.join(random))} "
@@ -194,6 +201,7 @@ def report_run(result: Any, console: Console) -> None:
     errors = result.run_dir / "errors.jsonl"
     if c.get("failed") or c.get("partial"):
         console.print(f"[yellow]failures and their reasons:[/] {escape(str(errors))}")
+    console.print(f"time {escape(result.timings.headline())} (per item and stage: logs/)")
     console.print(f"results: {escape(str(result.run_dir))} (scorecards/, summary.csv, plots/)")
 
 
@@ -225,6 +233,7 @@ def benchmark(
     wait: Annotated[
         bool, Opt(help="When another run is using OUT, wait for it instead of refusing.")
     ] = False,
+    verify: VerifyOpt = False,
 ) -> None:
     """Score every slide with every subject: Grounding, Logic, Stability, trust, gate, HARE.
 
@@ -249,6 +258,7 @@ def benchmark(
             executor=executor,
             address=address,
             workers=workers,
+            verify=verify,
         )
         result = execute(
             source=slides,

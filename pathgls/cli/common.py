@@ -23,6 +23,7 @@ from rich.progress import (
 
 from pathgls.errors import PathGLSError
 from pathgls.io.redact import redact
+from pathgls.types import ScoreCard
 
 
 def fail(console: Console, error: PathGLSError | str, *, code: int = 2) -> NoReturn:
@@ -78,11 +79,6 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
 RANDOM_MARK = "RANDOM WEIGHTS"
 
 
-def random_weight_modules(card: object) -> tuple[str, ...]:
-    """Modules of a ScoreCard computed with random-weight models (their warnings say so)."""
-    modules = getattr(card, "modules", {}) or {}
-    return tuple(
-        name
-        for name, m in modules.items()
-        if any("random-weight" in w for w in (getattr(m, "warnings", None) or ()))
-    )
+def random_weight_modules(card: ScoreCard) -> tuple[str, ...]:
+    """Modules of a ScoreCard computed with random-weight models (their ``random_weights``)."""
+    return tuple(name for name, m in card.modules.items() if m.random_weights)

@@ -57,6 +57,13 @@ def extract(
     device: Annotated[str | None, Opt(help="auto, cpu, cuda, cuda:N.")] = None,
     models_dir: Annotated[Path | None, Opt(help="Directory of pulled models.")] = None,
     overwrite: Annotated[bool, Opt(help="Redo slides whose bag exists.")] = False,
+    verify: Annotated[
+        bool,
+        Opt(
+            help="Hash each slide in full to check its patches file and bag, even when its "
+            "size, mtime and header are unchanged."
+        ),
+    ] = False,
     config: Annotated[
         Path | None,
         Opt(help="TOML config (tiling, stream, encoder, bag; run.mpp); options given here win."),
@@ -84,7 +91,7 @@ def extract(
                 "models_dir": str(models_dir) if models_dir else None,
             },
             bag={"overwrite": overwrite or None},
-            run={"mpp": mpp},
+            run={"mpp": mpp, "verify": verify or None},
         )
         if cfg.encoder.name is None:
             cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
@@ -136,6 +143,7 @@ def extract(
                 on_start=on_start,
                 progress=on_progress,
                 on_done=on_done,
+                verify=cfg.run.verify,
             )
         elapsed = time.perf_counter() - t0
     for r in results:

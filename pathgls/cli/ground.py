@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
+from pathgls.config import PathGLSConfig
 from pathgls.errors import PathGLSError
 
 Opt = typer.Option
@@ -89,23 +91,26 @@ def ground(
     if (heatmap is None) != (out is None):
         fail(console, "--heatmap ENTITY and --out PNG go together")
     try:
-        result, thumb = _run(
+        request = GroundRequest(
             report=report,
             bag=bag,
             image=image,
             slide=slide,
-            region=region,
-            mpp=mpp,
+            region=None if region is None else _parse_region(region),
+            heatmap=heatmap is not None,
+            thumbnail_size=thumbnail_size,
+        )
+        cfg = _config(
+            config=config,
+            bag=bag,
             encoder=encoder,
             calibration=calibration,
             template=template,
             extractor=extractor,
-            config=config,
             device=device,
-            heatmap=heatmap is not None,
-            thumbnail_size=thumbnail_size,
-            console=console,
+            mpp=mpp,
         )
+        result, thumb = run_ground(request, cfg)
         if geojson is not None and result.score.value is not None:
             from pathgls.inspect.geojson import grounding_geojson, write_geojson
 
@@ -119,141 +124,156 @@ def ground(
     _print(result.score, as_json)
 
 
-def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
+@dataclass(frozen=True)
+class GroundRequest:
+    """What ``pathgls ground`` was asked: one report on one source."""
+
+    report: Path
+    bag: Path | None = None  # a feature bag
+    image: Path | None = None  # an ROI image
+    slide: Path | None = None  # the slide: --region's source, or the heat map's background
+    region: tuple[int, int, int, int] | None = None  # x, y, width, height in level-0 px
+    heatmap: bool = False  # keep per-patch values and a background for a heat map
+    thumbnail_size: int = 1024
+
+
+@dataclass(frozen=True)
+class Background:
+    """What a heat map is drawn over: an image, the slide area it shows, the patches."""
+
+    image: np.ndarray
+    slide_size: tuple[int, int]
+    origin: tuple[float, float]
+    coords: np.ndarray
+    patch_size_level0: int
+
+
+def _config(
+    *,
+    config: Path | None,
+    bag: Path | None,
+    encoder: str | None,
+    calibration: str | None,
+    template: list[str] | None,
+    extractor: str | None,
+    device: str | None,
+    mpp: float | None,
+) -> PathGLSConfig:
+    """The effective config: the file, then the options (a bag's encoder by default)."""
     from pathgls.config import DEFAULT_ENCODER, load_config
-    from pathgls.encoders import build_encoder
-    from pathgls.grounding.score import ground as ground_fn
-    from pathgls.grounding.sources import (
-        load_roi_image,
-        open_bag_source,
-        read_slide_region,
-        roi_source,
-    )
-    from pathgls.text import analyze_report, build_extractor
+    from pathgls.features.bags import validate_bag
 
-    report: Path = kw["report"]
-    if not report.is_file():
-        raise PathGLSError(f"{report}: no such file")
-    overrides: dict[str, Any] = {}
-    if kw["calibration"]:
-        overrides["calibration"] = kw["calibration"]
-    if kw["template"]:
-        overrides["templates"] = tuple(kw["template"])
-    if kw["device"]:
-        overrides["device"] = kw["device"]
-    enc_over: dict[str, Any] = {"device": kw["device"]} if kw["device"] else {}
-    bag_path: Path | None = kw["bag"]
-    if bag_path is not None and not kw["encoder"]:
-        from pathgls.features.bags import validate_bag
-
-        enc_over["name"] = validate_bag(bag_path).encoder
-    elif kw["encoder"]:
-        enc_over["name"] = kw["encoder"]
+    grounding: dict[str, Any] = {"calibration": calibration, "device": device}
+    if template:
+        grounding["templates"] = tuple(template)
+    name = encoder or (validate_bag(bag).encoder if bag is not None else None)
     cfg = load_config(
-        kw["config"],
-        grounding=overrides,
-        encoder=enc_over,
-        models={"extractor": kw["extractor"]},
-        run={"mpp": kw["mpp"]},
+        config,
+        grounding=grounding,
+        encoder={"name": name, "device": device},
+        models={"extractor": extractor},
+        run={"mpp": mpp},
     )
     if cfg.encoder.name is None:  # an ROI without --encoder or a config's encoder.name
         cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
-    extractor = build_extractor(cfg.models.extractor)
-    analyzed = analyze_report(report.read_bytes(), extractor=extractor)
-    enc = build_encoder(cfg.encoder)
+    return cfg
+
+
+def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Background | None]:
+    """Ground one report by the steps ``evaluate`` takes (:mod:`pathgls.runner.pipeline`):
+    the report analysed by the run's extractor, its windows from a bag, an ROI image or a slide
+    region read by the bag's read path, scored with the run's foil bank.
+
+    Raises:
+        PathGLSError: a bad report, bag, image, slide or region; a model that is missing.
+    """
+    from pathgls.features.session import session_for
+    from pathgls.grounding.sources import load_roi_image, open_bag_source
+    from pathgls.runner.models import load_grounding_models
+    from pathgls.runner.pipeline import ground_report, roi_windows
+    from pathgls.text import analyze_report, build_extractor
+
+    if not request.report.is_file():
+        raise PathGLSError(f"{request.report}: no such file")
+    analyzed = analyze_report(
+        request.report.read_bytes(), extractor=build_extractor(cfg.models.extractor)
+    )
+    enc, foils = load_grounding_models(cfg)
     gc = cfg.grounding
-    if bag_path is not None:
-        with open_bag_source(bag_path) as src:
-            result = ground_fn(
-                entities=analyzed.entities,
-                encoder=enc,
+    if request.bag is not None:
+        with open_bag_source(request.bag) as src:
+            result = ground_report(
+                report=analyzed,
                 source=src,
+                encoder=enc,
                 config=gc,
-                keep_patch_max=kw["heatmap"],
+                foils=foils,
+                keep_patch_max=request.heatmap,
             )
-            thumb = _slide_thumbnail(kw | {"mpp": cfg.run.mpp}, src) if kw["heatmap"] else None
-            if thumb is not None:
-                thumb["coords"], thumb["patch_size_level0"] = src.coords, src.patch_size_level0
-        return result, thumb
-    if kw["image"] is not None:
-        img = load_roi_image(kw["image"])
-        origin, scale, space, name = (0.0, 0.0), 1.0, "image", str(kw["image"])
+            background = None
+            if request.heatmap:
+                image, size = _slide_thumbnail(request, src, cfg)
+                background = Background(image, size, (0.0, 0.0), src.coords, src.patch_size_level0)
+        return result, background
+    if request.image is not None:
+        img = load_roi_image(request.image)
+        origin, scale, space, name = (0.0, 0.0), 1.0, "image", str(request.image)
     else:
-        x, y, w, h = _parse_region(kw["region"])
-        img, scale = read_slide_region(
-            kw["slide"],
-            x=x,
-            y=y,
-            width=w,
-            height=h,
-            target_mpp=cfg.tiling.target_mpp,
-            mpp=cfg.run.mpp,
-        )
-        origin, space, name = (float(x), float(y)), "level0", f"{Path(kw['slide']).name}@{x},{y}"
-    src = roi_source(
-        encoder=enc,
+        assert request.slide is not None and request.region is not None
+        x, y, w, h = request.region
+        with session_for(request.slide, tiling=cfg.tiling, mpp=cfg.run.mpp) as session:
+            img, scale = session.read_region(x=x, y=y, width=w, height=h)
+        origin, space, name = (float(x), float(y)), "level0", f"{request.slide.name}@{x},{y}"
+    src = roi_windows(
         image=img,
         name=name,
-        window_size=cfg.encoder.window_size,
-        window_stride=cfg.encoder.window_stride,
+        encoder=enc,
+        config=cfg,
         origin=origin,
         scale=scale,
         space=space,  # type: ignore[arg-type]
-        max_side=gc.roi_max_side,
     )
-    result = ground_fn(
-        entities=analyzed.entities, encoder=enc, source=src, config=gc, keep_patch_max=True
+    result = ground_report(
+        report=analyzed, source=src, encoder=enc, config=gc, foils=foils, keep_patch_max=True
     )
     h, w = img.shape[:2]
-    thumb = {
-        "image": img,
-        "slide_size": (round(w * scale), round(h * scale)),
-        "origin": origin,
-        "coords": src.coords,
-        "patch_size_level0": src.patch_size_level0,
-    }
-    return result, thumb
+    size = (round(w * scale), round(h * scale))
+    return result, Background(img, size, origin, src.coords, src.patch_size_level0)
 
 
-def _slide_thumbnail(kw: dict[str, Any], src: Any) -> dict[str, Any]:
+def _slide_thumbnail(
+    request: GroundRequest, src: Any, cfg: PathGLSConfig
+) -> tuple[np.ndarray, tuple[int, int]]:
     """The slide's thumbnail for a heat map: --slide, else the path recorded in the bag."""
-    import h5py
+    from pathgls.features.bags import validate_bag
+    from pathgls.features.session import session_for
 
-    from pathgls.tiling.slides import open_slide
-
-    slide = kw["slide"]
+    slide = request.slide
     if slide is None:
-        with h5py.File(src.path, "r") as f:
-            recorded = f.attrs.get("slide_path", "")
-        recorded = recorded.decode() if isinstance(recorded, bytes) else str(recorded)
+        recorded = str(validate_bag(src.path).extras.get("slide_path", ""))
         if not recorded or not Path(recorded).exists():
             raise PathGLSError(
                 f"the heat map needs the slide: {src.name} was not found at the path recorded "
                 f"in the bag ({recorded or 'none'}); pass --slide"
             )
         slide = Path(recorded)
-    reader = open_slide(Path(slide), mpp=kw["mpp"])
-    try:
-        if reader.name != src.name:
-            raise PathGLSError(f"--slide {slide} is {reader.name!r}, the bag is of {src.name!r}")
-        return {
-            "image": reader.thumbnail(kw["thumbnail_size"]),
-            "slide_size": reader.dimensions,
-            "origin": (0.0, 0.0),
-        }
-    finally:
-        reader.close()
+    with session_for(slide, tiling=cfg.tiling, mpp=cfg.run.mpp) as session:
+        if session.reader.name != src.name:
+            raise PathGLSError(
+                f"--slide {slide} is {session.reader.name!r}, the bag is of {src.name!r}"
+            )
+        return session.thumbnail(request.thumbnail_size), session.reader.dimensions
 
 
-def _draw(result: Any, thumb: dict[str, Any] | None, entity: str, out: Path) -> None:
-    """The heat map as a figure a reader can read: title, colour bar, best window, marks."""
-    import matplotlib
+def _draw(result: Any, thumb: Background | None, entity: str, out: Path) -> None:
+    """The heat map as a figure a reader can read: title, colour bar, best window, marks.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Drawn on a :class:`matplotlib.figure.Figure` with the Agg canvas (no pyplot state).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     from pathgls.cli.common import RANDOM_MARK
-    from pathgls.grounding import RANDOM_WEIGHTS_WARNING
     from pathgls.inspect.viz import plot_heatmap
 
     if result.score.value is None or thumb is None:
@@ -264,29 +284,31 @@ def _draw(result: Any, thumb: dict[str, Any] | None, entity: str, out: Path) -> 
         raise PathGLSError(f"no heat map: {e.args[0]}") from e
     target = result.selection.targets[index]
     values = result.patch_values(target.phrase)
-    ox, oy = thumb["origin"]
-    coords = thumb["coords"] - [round(ox), round(oy)]
+    ox, oy = thumb.origin
+    coords = thumb.coords - [round(ox), round(oy)]
     ev = next(
         (e for e in result.score.evidence.get("entities", []) if e["phrase"] == target.phrase), {}
     )
     box = ev.get("box")
     mark = (box[0] - round(ox), box[1] - round(oy), box[2], box[3]) if box else None
-    h, w = thumb["image"].shape[:2]
-    fig, ax = plt.subplots(figsize=(max(4.0, w / 100 * 1.25), max(3.0, h / 100 + 0.9)), dpi=100)
+    h, w = thumb.image.shape[:2]
+    fig = Figure(figsize=(max(4.0, w / 100 * 1.25), max(3.0, h / 100 + 0.9)), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
     plot_heatmap(
         ax,
-        thumbnail=thumb["image"],
+        thumbnail=thumb.image,
         values=values,
         coords=coords,
-        patch_size_level0=thumb["patch_size_level0"],
-        slide_size=thumb["slide_size"],
+        patch_size_level0=thumb.patch_size_level0,
+        slide_size=thumb.slide_size,
         title=(
             f"{target.phrase}: per-patch similarity (best window in cyan)\n"
             f"S_g {result.score.value:.3f}, {result.score.evidence.get('encoder')}"
         ),
         mark=mark,
     )
-    if RANDOM_WEIGHTS_WARNING in result.score.warnings:
+    if result.score.random_weights:
         fig.text(
             0.5,
             0.01,
@@ -297,10 +319,7 @@ def _draw(result: Any, thumb: dict[str, Any] | None, entity: str, out: Path) -> 
             fontsize=12,
             weight="bold",
         )
-    try:
-        fig.savefig(out, format="png")
-    finally:
-        plt.close(fig)
+    fig.savefig(out, format="png")
 
 
 def _print(score: Any, as_json: bool) -> None:

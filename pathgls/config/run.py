@@ -48,6 +48,10 @@ class RunConfig:
     workers: int | None = None
     # Ray cluster to connect to (ray://host:10001, auto); None starts a local Ray for the run.
     address: str | None = None
+    # Hash every input file in full on a rerun to check its finished ScoreCards, patches files
+    # and feature bags against it, even when its size, mtime and header are unchanged (without
+    # it, a full hash is only taken when the mtime changed).
+    verify: bool = False
 
     def __post_init__(self) -> None:
         subjects = tuple(s.strip() if isinstance(s, str) else s for s in self.subjects)

@@ -7,7 +7,8 @@ One file per slide and encoder, readable by CLAM/TRIDENT-style loaders::
     window_features  (N, W, D) float16  HighRes window embeddings (grounding uses these)
     attrs: encoder, patch_size, patch_size_level0, target_magnification, target_mpp,
            level0_magnification, level0_mpp, window_size, window_stride, slide_name,
-           slide_sha256, pathgls_version, complete (+ provenance extras)
+           slide_sha256, pathgls_version, complete (+ provenance extras, and the slide's cheap
+           identity: slide_size, slide_mtime_ns, slide_header_sha256)
 
 A bag is written to ``<name>.h5.partial`` batch by batch, each batch flushed with the count of
 patches done; it is renamed to ``<name>.h5`` only when complete. An interrupted run resumes
@@ -66,6 +67,11 @@ class BagMeta:
     # was recorded, which used Lanczos for every resize
     resample: str = ""
     scaled_decode: bool = False  # pathgls decoded JPEG tiles itself (scaled) where possible
+    # the slide's cheap identity (pathgls.tiling.identity): a rerun recognises an unchanged
+    # slide by these without hashing it in full; 0 / "" in bags written before they were kept
+    slide_size: int = 0
+    slide_mtime_ns: int = 0
+    slide_header_sha256: str = ""
     extras: dict[str, Any] = field(default_factory=dict, compare=False)
 
     #: Fields that must agree for an existing or partial bag to be reused.

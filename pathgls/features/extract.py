@@ -27,10 +27,11 @@ from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, WindowBuffers, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
+from pathgls.features.session import SlideSession
 from pathgls.io.lock import locked
 from pathgls.io.names import safe_stem, unique_ids
 from pathgls.registry import parse_spec
-from pathgls.tiling import PatchBatch, make_grid, open_slide, slide_sha256, stream_patches
+from pathgls.tiling import PatchBatch, stream_patches
 from pathgls.tiling.readers import SlideReader
 from pathgls.tiling.resolution import ReadPlan
 
@@ -53,6 +54,10 @@ class ExtractResult:
     seconds: float = 0.0
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # seconds by stage: slide.identity, slide.tiling (plan, mask, grid or the patches file),
+    # slide.open, slide.encoding (reading, encoding and writing the patches)
+    timings: dict[str, float] = field(default_factory=dict)
+    tiling_reused: bool = False  # the plan and grid came from the patches file
 
     @property
     def patches_per_second(self) -> float:
@@ -84,8 +89,15 @@ def extract_slide(
     mpp: float | None = None,
     progress: ProgressFn | None = None,
     bag_name: str | None = None,
+    session: SlideSession | None = None,
+    verify: bool = False,
 ) -> ExtractResult:
     """Extract the feature bag of one slide (resuming a partial bag, skipping a complete one).
+
+    The slide's read plan and tissue grid come from its patches file in ``out_dir`` when the
+    slide is unchanged (:mod:`pathgls.features.patches`), so a second encoder or a rerun does
+    not tile again; a complete bag of an unchanged slide is skipped without opening the slide.
+    A bag made from a slide that has changed since is rebuilt, with a warning.
 
     The bag is locked while it is written: a second process asking for the same bag fails
     this slide with :class:`~pathgls.errors.LockedError` naming the writer (never touching
@@ -100,6 +112,9 @@ def extract_slide(
         progress: called with (done, total) after each batch.
         bag_name: file stem of the bag (default: the slide's stem); the runner passes the
             item's unique file name, so two slides with one stem never share a bag.
+        session: the item's open slide session (the runner's); None opens one for this call.
+        verify: hash the whole slide to check its stored patches file, even when its size,
+            mtime and header are unchanged.
 
     Returns:
         The result; ``status="failed"`` with ``error`` set when the slide could not be done.
@@ -107,10 +122,20 @@ def extract_slide(
     t0 = time.perf_counter()
     name = Path(slide).stem
     result = ExtractResult(slide=str(slide), status="failed")
+    own = session is None
+    sess = session or SlideSession(
+        Path(slide),
+        tiling_config=config.tiling,
+        mpp=mpp,
+        out_dir=Path(out_dir),
+        name=bag_name or name,
+        verify=verify,
+    )
+    before = dict(sess.timings)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _extract(Path(slide), Path(out_dir), encoder, config, mpp, progress, result, bag_name)
+            _extract(sess, Path(out_dir), encoder, config, progress, result, bag_name)
         result.warnings.extend(str(w.message) for w in caught)
     except PathGLSError as e:
         result.status, result.error = "failed", str(e)
@@ -118,6 +143,14 @@ def extract_slide(
     except Exception as e:  # an unexpected failure of one slide must not end the run
         result.status, result.error = "failed", f"{type(e).__name__}: {e}"
         log.error("%s: unexpected error\n%s", name, traceback.format_exc())
+    finally:
+        if own:
+            result.warnings.extend(w for w in sess.notes if w not in result.warnings)
+            sess.close()
+    for key, value in sess.timings.items():
+        if value - before.get(key, 0.0) > 0:
+            result.timings[key] = value - before.get(key, 0.0)
+    result.tiling_reused = sess.stats.tiling_reused
     result.seconds = time.perf_counter() - t0
     for w in result.warnings:
         log.warning("%s: %s", name, w)
@@ -125,65 +158,63 @@ def extract_slide(
 
 
 def _extract(
-    slide: Path,
+    session: SlideSession,
     out_dir: Path,
     encoder: Encoder,
     config: PathGLSConfig,
-    mpp: float | None,
     progress: ProgressFn | None,
     result: ExtractResult,
     bag_name: str | None,
 ) -> None:
-    tc, ec = config.tiling, config.encoder
-    reader = open_slide(slide, mpp=mpp, image_mpp=tc.image_mpp)
-    try:
-        if reader.mpp_source == "default":
-            result.warnings.append(
-                f"no resolution metadata; assumed {reader.mpp:g} µm/px (pass --mpp to set it)"
-            )
-        grid = make_grid(reader, tc)
-        plan = grid.plan
-        offsets = window_offsets(plan.patch_size, ec.window_size, ec.window_stride)
-        meta = BagMeta(
-            encoder=ec.name,
-            patch_size=plan.patch_size,
-            patch_size_level0=plan.patch_size_level0,
-            target_magnification=plan.target_magnification,
-            target_mpp=plan.target_mpp,
-            level0_magnification=plan.level0_magnification,
-            level0_mpp=plan.level0_mpp,
-            window_size=ec.window_size,
-            window_stride=ec.window_stride,
-            slide_name=reader.name,
-            slide_sha256=slide_sha256(slide),
-            pathgls_version=__version__,
-            patch_level=plan.level,
-            mpp_source=plan.mpp_source,
-            tissue_threshold=tc.tissue_threshold,
-            overlap=tc.overlap,
-            encoder_model_id=encoder.model_id,
-            encoder_revision=encoder.revision or "",
-            random_weights=encoder.random_weights,
-            n_windows=len(offsets) ** 2,
-            resample=plan.resampling,
-            scaled_decode=plan.scaled_decode and plan.resampling in ("area", "none"),
-            dim=encoder.dim,
-            config_json=json.dumps(
-                {k: v for k, v in config_to_dict(config).items() if k in SLIDE_SECTIONS},
-                sort_keys=True,
-            ),
-            # where the slide was (heat maps draw over its thumbnail); not part of its identity
-            extras={"slide_path": str(Path(slide).resolve())},
+    ec = config.encoder
+    tiling = session.tiling()
+    grid, plan, ident = tiling.grid, tiling.plan, tiling.identity
+    offsets = window_offsets(plan.patch_size, ec.window_size, ec.window_stride)
+    meta = BagMeta(
+        encoder=ec.name,
+        patch_size=plan.patch_size,
+        patch_size_level0=plan.patch_size_level0,
+        target_magnification=plan.target_magnification,
+        target_mpp=plan.target_mpp,
+        level0_magnification=plan.level0_magnification,
+        level0_mpp=plan.level0_mpp,
+        window_size=ec.window_size,
+        window_stride=ec.window_stride,
+        slide_name=tiling.slide_name,
+        slide_sha256=ident.sha256,
+        pathgls_version=__version__,
+        patch_level=plan.level,
+        mpp_source=plan.mpp_source,
+        tissue_threshold=config.tiling.tissue_threshold,
+        overlap=config.tiling.overlap,
+        encoder_model_id=encoder.model_id,
+        encoder_revision=encoder.revision or "",
+        random_weights=encoder.random_weights,
+        n_windows=len(offsets) ** 2,
+        resample=plan.resampling,
+        scaled_decode=plan.scaled_decode and plan.resampling in ("area", "none"),
+        dim=encoder.dim,
+        config_json=json.dumps(
+            {k: v for k, v in config_to_dict(config).items() if k in SLIDE_SECTIONS},
+            sort_keys=True,
+        ),
+        slide_size=ident.size,
+        slide_mtime_ns=ident.mtime_ns,
+        slide_header_sha256=ident.header_sha256,
+        # where the slide was (heat maps draw over its thumbnail); not part of its identity
+        extras={"slide_path": str(session.path.resolve())},
+    )
+    if plan.mpp_source == "default":
+        result.warnings.append(
+            f"no resolution metadata; assumed {plan.level0_mpp:g} µm/px (pass --mpp to set it)"
         )
-        path = bag_path_for(out_dir, bag_name or reader.name, ec.name)
-        result.bag_path, result.n_patches = str(path), len(grid)
-        if len(grid) == 0:
-            result.warnings.append("no tissue patches found; the bag is empty")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(path.with_name(path.name + ".lock"), what=f"feature bag {path}"):
-            _write_bag(path, meta, grid, reader, encoder, config, progress, result)
-    finally:
-        reader.close()
+    path = bag_path_for(out_dir, bag_name or session.name, ec.name)
+    result.bag_path, result.n_patches = str(path), len(grid)
+    if len(grid) == 0:
+        result.warnings.append("no tissue patches found; the bag is empty")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path.with_name(path.name + ".lock"), what=f"feature bag {path}"):
+        _write_bag(path, meta, grid, session, encoder, config, progress, result)
 
 
 @contextlib.contextmanager
@@ -206,7 +237,7 @@ def _write_bag(
     path: Path,
     meta: BagMeta,
     grid: Any,
-    reader: Any,
+    session: SlideSession,
     encoder: Encoder,
     config: PathGLSConfig,
     progress: ProgressFn | None,
@@ -215,9 +246,13 @@ def _write_bag(
     """Skip a complete bag or write (resume) it; the caller holds the bag's lock."""
     sc, plan = config.stream, grid.plan
     if path.exists() and not config.bag.overwrite:
-        _check_existing(path, meta)
-        result.status = "skipped"
-        return
+        stale = _check_existing(path, meta)
+        if stale is None:
+            result.status = "skipped"
+            return
+        result.warnings.append(f"{path.name}: {stale}; the bag is rebuilt")
+        path.unlink()
+    t0 = time.perf_counter()
     writer = BagWriter(
         path,
         meta=meta,
@@ -231,21 +266,24 @@ def _write_bag(
         done0 = writer.n_done
         if progress:
             progress(done0, writer.n_total)
-        for batch, win, feats in encode_patches(
-            reader=reader,
-            coords=grid.coords,
-            plan=plan,
-            encoder=encoder,
-            config=config,
-            start=done0,
-        ):
-            writer.append(
-                start=batch.start, coords=batch.coords, window_features=win, features=feats
-            )
-            if progress:
-                progress(writer.n_done, writer.n_total)
+        if done0 < writer.n_total:
+            reader = session.reader  # opened only when there are patches to read
+            for batch, win, feats in encode_patches(
+                reader=reader,
+                coords=grid.coords,
+                plan=plan,
+                encoder=encoder,
+                config=config,
+                start=done0,
+            ):
+                writer.append(
+                    start=batch.start, coords=batch.coords, window_features=win, features=feats
+                )
+                if progress:
+                    progress(writer.n_done, writer.n_total)
         result.n_encoded = writer.n_done - done0
         writer.finalize()
+    result.timings["slide.encoding"] = time.perf_counter() - t0
     result.status = "done"
 
 
@@ -289,7 +327,13 @@ def encode_patches(
         yield batch, win, feats
 
 
-def _check_existing(path: Path, meta: BagMeta) -> None:
+def _check_existing(path: Path, meta: BagMeta) -> str | None:
+    """None when the complete bag at ``path`` is what ``meta`` asks for; the reason when it was
+    made from another version of the slide (rebuild it).
+
+    Raises:
+        BagError: the bag is invalid, or was made with other settings.
+    """
     try:
         old = validate_bag(path)
     except BagError as e:
@@ -297,12 +341,18 @@ def _check_existing(path: Path, meta: BagMeta) -> None:
             f"{path}: an existing bag is invalid ({e}); delete it (or run `pathgls extract "
             "--overwrite`) or use another --out"
         ) from e
-    diffs = meta.mismatches(old)
+    diffs = [d for d in meta.mismatches(old) if not d.startswith("slide_sha256:")]
     if diffs:
         raise BagError(
             f"{path}: an existing bag was made with other settings ({'; '.join(diffs)}); "
             "delete it (or run `pathgls extract --overwrite`) or use another --out"
         )
+    if old.slide_sha256 != meta.slide_sha256:
+        return (
+            f"it was made from another version of the slide (SHA-256 {old.slide_sha256[:12]}… "
+            f"→ {meta.slide_sha256[:12]}…)"
+        )
+    return None
 
 
 def extract_slides(
@@ -315,6 +365,7 @@ def extract_slides(
     on_start: Callable[[Path, int], None] | None = None,
     progress: ProgressFn | None = None,
     on_done: Callable[[ExtractResult], None] | None = None,
+    verify: bool = False,
 ) -> list[ExtractResult]:
     """Extract several slides in order; a failed slide is recorded and the run goes on."""
     log.info(
@@ -340,6 +391,7 @@ def extract_slides(
             mpp=mpp,
             progress=progress,
             bag_name=safe_stem(names[i]),
+            verify=verify,
         )
         log.info(
             "%s: %s (%d patches, %.1f s)%s",

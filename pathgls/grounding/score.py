@@ -101,13 +101,16 @@ class GroundingResult:
         return self.similarity.patch_max[self.entity_index(entity)]
 
 
-def _missing(reason: str, evidence: dict[str, Any], warnings: list[str]) -> ModuleScore:
+def _missing(
+    reason: str, evidence: dict[str, Any], warnings: list[str], *, random: bool
+) -> ModuleScore:
     return ModuleScore(
         name="grounding",
         value=None,
         missing_reason=reason,
         evidence=evidence,
         warnings=warnings,
+        random_weights=random,
     )
 
 
@@ -145,7 +148,8 @@ def ground(
     check_encoder(source, encoder)
     selection = select_targets(entities, config=cfg)
     warnings: list[str] = []
-    if source.random_weights or encoder.random_weights:
+    random = bool(source.random_weights or encoder.random_weights)
+    if random:
         warnings.append(RANDOM_WEIGHTS_WARNING)
     evidence = GroundingEvidence(
         calibration=cfg.calibration,
@@ -157,7 +161,9 @@ def ground(
     )
 
     def missing(reason: str) -> GroundingResult:
-        score = _missing(f"grounding not scored: {reason}", evidence.to_dict(), warnings)
+        score = _missing(
+            f"grounding not scored: {reason}", evidence.to_dict(), warnings, random=random
+        )
         return GroundingResult(score=score, selection=selection, source=source.describe())
 
     if not selection.targets:
@@ -227,6 +233,7 @@ def ground(
         value=grounding_value(calibrated),
         evidence=evidence.to_dict(),
         warnings=warnings,
+        random_weights=random,
     )
     return GroundingResult(
         score=score,

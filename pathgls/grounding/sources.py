@@ -17,15 +17,11 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
+from pathgls.config import TilingConfig
 from pathgls.encoders.base import Encoder
 from pathgls.encoders.highres import encode_highres, window_coords
-from pathgls.errors import (
-    EncoderMismatchError,
-    GroundingError,
-    MissingResolutionError,
-)
+from pathgls.errors import EncoderMismatchError, GroundingError
 from pathgls.features.bags import BagMeta, open_bag
-from pathgls.tiling.slides import open_slide
 
 
 @dataclass
@@ -245,8 +241,20 @@ def read_slide_region(
     height: int,
     target_mpp: float = 0.5,
     mpp: float | None = None,
+    tiling: TilingConfig | None = None,
 ) -> tuple[np.ndarray, float]:
-    """A level-0 region of a slide resampled to ``target_mpp`` µm/px, for ROI mode.
+    """A level-0 region of a slide at ``target_mpp`` µm/px, for ROI mode.
+
+    Read by the same path as a feature bag's patches (:meth:`pathgls.features.session.
+    SlideSession.read_region`): the pyramid level the tiling plan picks, reduced by its filter.
+
+    Args:
+        path: The slide.
+        x, y, width, height: The region in level-0 pixels.
+        target_mpp: µm/px of the image (``tiling``'s magnification wins when given).
+        mpp: Level-0 µm/px given by the user.
+        tiling: The ``[tiling]`` section (level choice, filter); default: its defaults at
+            ``target_mpp``.
 
     Returns:
         ``(image, scale)``: the RGB region and the level-0 pixels per image pixel.
@@ -255,24 +263,9 @@ def read_slide_region(
         SlideError: the slide cannot be opened or read, or has no resolution (pass ``mpp``).
         GroundingError: the region is empty or outside the slide.
     """
-    reader = open_slide(Path(path), mpp=mpp)
-    try:
-        w0, h0 = reader.dimensions
-        if width < 1 or height < 1 or x < 0 or y < 0 or x + width > w0 or y + height > h0:
-            raise GroundingError(
-                f"region x={x} y={y} {width}×{height} is not inside {Path(path).name} ({w0}×{h0})"
-            )
-        if reader.mpp is None:
-            raise MissingResolutionError(
-                f"{path}: no resolution metadata; pass --mpp with level 0's µm/px", path=str(path)
-            )
-        scale = target_mpp / float(reader.mpp)  # level-0 px per output px
-        region = reader.read_region((x, y), 0, (width, height))
-    finally:
-        reader.close()
-    out_w, out_h = max(1, round(width / scale)), max(1, round(height / scale))
-    if (out_w, out_h) != (width, height):
-        region = np.asarray(
-            Image.fromarray(region).resize((out_w, out_h), Image.Resampling.LANCZOS)
-        )
-    return region, width / out_w
+    from pathgls.config import MPP_AT_1X
+    from pathgls.features.session import session_for
+
+    cfg = tiling or TilingConfig(magnification=MPP_AT_1X / target_mpp)
+    with session_for(Path(path), tiling=cfg, mpp=mpp) as session:
+        return session.read_region(x=x, y=y, width=width, height=height)

@@ -410,19 +410,18 @@ def _run_info(run_dir: Path) -> dict[str, Any]:
     from pathgls import __version__
     from pathgls.runner.manifest import read_manifest
 
-    manifest = read_manifest(run_dir) or {}
+    manifest = read_manifest(run_dir)
     config = run_dir / "config.toml"
-    packages = manifest.get("packages")
-    models = manifest.get("models")
+    models = manifest.to_dict()["models"] if manifest is not None else None
     return {
         "pathgls": __version__,
-        "status": manifest.get("status", "no manifest.json"),
-        "started": manifest.get("started"),
-        "finished": manifest.get("finished"),
-        "source": manifest.get("source"),
-        "python": manifest.get("python"),
-        "platform": manifest.get("platform"),
-        "packages": dict(packages) if isinstance(packages, Mapping) else {},
+        "status": manifest.status if manifest else "no manifest.json",
+        "started": manifest.started if manifest else None,
+        "finished": manifest.finished if manifest else None,
+        "source": manifest.source if manifest else None,
+        "python": manifest.python if manifest else None,
+        "platform": manifest.platform if manifest else None,
+        "packages": dict(manifest.packages) if manifest else {},
         "models": json.dumps(models, indent=2) if models else "",
         "config": config.read_text(encoding="utf-8") if config.is_file() else "",
     }

@@ -34,6 +34,9 @@ class WorkItem:
     path: str  # the slide or image file
     kind: str  # "slide" or "roi"
     reference: str | None = None  # reference report (HARE), when one was given
+    # what the plan found out about the item and its cards say (a slide changed since its
+    # earlier cards were made)
+    notes: tuple[str, ...] = ()
 
 
 def plan_items(

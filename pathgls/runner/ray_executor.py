@@ -51,7 +51,8 @@ class _Worker:
     def __init__(self, config: PathGLSConfig, run_dir: str, hare: bool) -> None:
         import torch
 
-        from pathgls.runner.pipeline import load_models
+        from pathgls.runner.breaker import SubjectBreaker
+        from pathgls.runner.models import load_models
 
         # Ray sets OMP_NUM_THREADS=1 only when the environment has none; be explicit
         torch.set_num_threads(CPUS_PER_WORKER)
@@ -59,6 +60,7 @@ class _Worker:
         self.store = ResultsStore(run_dir)
         self.error: Exception | None = None
         self.models: Any = None
+        self.breaker = SubjectBreaker(config.run.subject_failure_limit)
         try:
             self.models = load_models(config, hare=hare)
         except PathGLSError as e:  # raised again in the driver, with its own type
@@ -68,7 +70,7 @@ class _Worker:
         """The models' description, or the error that kept them from loading."""
         if self.error is not None:
             return None, self.error
-        return self.models.describe(), None
+        return self.models.describe() | {"load_seconds": dict(self.models.load_seconds)}, None
 
     def evaluate(self, task: Task) -> list[dict[str, Any]]:
         from pathgls.runner.pipeline import evaluate_item
@@ -77,7 +79,12 @@ class _Worker:
             raise self.error
         item, subjects = task
         cards = evaluate_item(
-            item=item, models=self.models, config=self.config, store=self.store, subjects=subjects
+            item=item,
+            models=self.models,
+            config=self.config,
+            store=self.store,
+            subjects=subjects,
+            breaker=self.breaker,
         )
         return [c.to_dict() for c in cards]
 

@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
-from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError, ScoreCardError
+from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError
 from pathgls.io.atomic import remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
 from pathgls.io.redact import redact
 from pathgls.runner.items import WorkItem, discover, read_references
-from pathgls.runner.local import Task, run_local
-from pathgls.runner.manifest import new_manifest, now, write_manifest
+from pathgls.runner.local import run_local
+from pathgls.runner.manifest import (
+    Manifest,
+    ModelsRecord,
+    new_manifest,
+    now,
+    write_manifest,
+)
+from pathgls.runner.plan import RunPlan as RunPlan  # re-exported
+from pathgls.runner.plan import plan_run, stored_card
+from pathgls.runner.plan import plan_tasks as plan_tasks  # re-exported
+from pathgls.runner.runlog import RunTimings
 from pathgls.runner.store import ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +51,8 @@ class RunResult:
     counts: dict[str, int] = field(default_factory=dict)  # ok / partial / failed over all pairs
     summary: pd.DataFrame | None = None
     files: dict[str, Path] = field(default_factory=dict)
-
-
-def plan_tasks(items: list[WorkItem], config: PathGLSConfig, store: ResultsStore) -> list[Task]:
-    """Each item with the subjects that have no finished ScoreCard yet."""
-    tasks = []
-    for item in items:
-        todo = [s for s in config.run.subjects if not store.is_done(s, item.item_id)]
-        if todo:
-            tasks.append((item, todo))
-    return tasks
+    cards: list[ScoreCard] = field(default_factory=list)  # the plan's cards, as stored
+    timings: RunTimings = field(default_factory=RunTimings)
 
 
 def run_benchmark(
@@ -132,61 +136,101 @@ def _run_locked(
     plots: bool,
 ) -> RunResult:
     executor, address = config.run.executor, config.run.address
+    timings = RunTimings()
     for stale in remove_stale_temporaries(store.root):  # a killed run's half-written files
         log.info("removed %s, left by a killed writer", stale)
     shown = redacted_config(config)  # what is stored: subject URLs without their secrets
     _warn_if_config_changed(store.root, shown)
     save_effective_config(shown, store.root)
-    tasks = plan_tasks(items, config, store)
+    with timings.phase("planning"):
+        plan = plan_run(items, config, store)
+    tasks = plan.tasks
     planned = len(items) * len(config.run.subjects)
     todo = sum(len(s) for _, s in tasks)
+    log.info(
+        "run %s: %d items × %d subjects = %d pairs; %d finished earlier, %d to evaluate (%s)",
+        store.root,
+        len(items),
+        len(config.run.subjects),
+        planned,
+        planned - todo,
+        todo,
+        executor,
+    )
     manifest = new_manifest(
         source=redact(str(source)), config=shown, executor=executor, address=address
     )
-    manifest["counts"] = {"items": len(items), "planned": planned, "skipped": planned - todo}
+    manifest.counts.items, manifest.counts.planned = len(items), planned
+    manifest.counts.skipped = planned - todo
     _write_manifest_or_raise(store.root, manifest)
     done = 0
+    new_cards: list[ScoreCard] = []
 
     def on_result(item: WorkItem, cards: list[ScoreCard]) -> None:
         nonlocal done
-        for card in cards:
-            store.write_card(card)
-            if card.status != "ok":
-                store.log_error(
-                    item_id=item.item_id,
-                    subject=card.subject,
-                    status=card.status,
-                    errors=card.errors,
-                )
-                log.warning(
-                    "%s · %s: %s: %s",
-                    item.item_id,
-                    redact(card.subject),
-                    card.status,
-                    redact("; ".join(e.splitlines()[0] for e in card.errors if e)),
-                )
+        with timings.phase("writing cards"):
+            for card in cards:
+                new_cards.append(store.write_card_stored(card))
+                if card.status != "ok":
+                    store.log_error(
+                        item_id=item.item_id,
+                        subject=card.subject,
+                        status=card.status,
+                        errors=card.errors,
+                    )
+                    log.warning(
+                        "%s · %s: %s: %s",
+                        item.item_id,
+                        redact(card.subject),
+                        card.status,
+                        redact("; ".join(e.splitlines()[0] for e in card.errors if e)),
+                    )
+        timings.add_item(item.item_id, new_cards[-len(cards) :] if cards else [])
         done += len(cards)
         if progress is not None:
             progress(item, cards, done, todo)
 
     try:
-        if executor == "ray" and tasks:
-            from pathgls.runner.ray_executor import run_ray
+        with timings.phase("items"):
+            if executor == "ray" and tasks:
+                from pathgls.runner.ray_executor import run_ray
 
-            manifest["models"] = run_ray(
-                tasks=tasks, config=config, store=store, on_result=on_result
+                manifest.models = _models_record(
+                    run_ray(tasks=tasks, config=config, store=store, on_result=on_result)
+                )
+            elif tasks:
+                manifest.models = _models_record(
+                    run_local(tasks=tasks, config=config, store=store, on_result=on_result)
+                )
+        if manifest.models is not None:
+            timings.add_models(manifest.models.load_seconds)
+        manifest.counts.evaluated = done
+        with timings.phase("summary"):
+            result = finish(
+                store,
+                items=items,
+                config=config,
+                manifest=manifest,
+                plots=plots,
+                cards=[*plan.done, *new_cards],
+                foreign=plan.foreign,
+                evaluated=done,
+                timings=timings,
             )
-        elif tasks:
-            manifest["models"] = run_local(
-                tasks=tasks, config=config, store=store, on_result=on_result
-            )
-        manifest["counts"]["evaluated"] = done
-        result = finish(store, items=items, config=config, manifest=manifest, plots=plots)
     except BaseException as e:
         _record_end(store.root, manifest, error=e, evaluated=done)
         raise
+    timings.log_summary()
     result.skipped = planned - todo
+    result.timings = timings
     return result
+
+
+def _models_record(description: dict[str, Any]) -> ModelsRecord | None:
+    """The executor's description of the models it loaded (None: it loaded none)."""
+    if not description:
+        return None
+    return ModelsRecord.from_dict(description)
 
 
 def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
@@ -195,7 +239,6 @@ def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
     A run repeated from the stored ``config.toml`` reads credentials from the environment
     (``subject.api_key_env``); URL credentials must be given again.
     """
-    import dataclasses
 
     run = dataclasses.replace(
         config.run,
@@ -205,16 +248,14 @@ def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
     return dataclasses.replace(config, run=run)
 
 
-def _write_manifest_or_raise(run_dir: Path, manifest: dict[str, Any]) -> None:
+def _write_manifest_or_raise(run_dir: Path, manifest: Manifest) -> None:
     try:
         write_manifest(run_dir, manifest)
     except OSError as e:
         raise PathGLSError(f"cannot write {run_dir / 'manifest.json'}: {e}") from e
 
 
-def _record_end(
-    run_dir: Path, manifest: dict[str, Any], *, error: BaseException, evaluated: int
-) -> None:
+def _record_end(run_dir: Path, manifest: Manifest, *, error: BaseException, evaluated: int) -> None:
     """Mark the manifest ``interrupted`` or ``failed`` with the reason; never raises.
 
     The handler runs while ``error`` propagates: a second failure here (a read-only or full
@@ -222,12 +263,10 @@ def _record_end(
     """
     interrupted = isinstance(error, KeyboardInterrupt | SystemExit | GeneratorExit)
     reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
-    manifest.update(
-        status="interrupted" if interrupted else "failed",
-        finished=now(),
-        reason=redact(reason.splitlines()[0] if reason else type(error).__name__),
-    )
-    manifest.setdefault("counts", {})["evaluated"] = evaluated
+    manifest.status = "interrupted" if interrupted else "failed"
+    manifest.finished = now()
+    manifest.reason = redact(reason.splitlines()[0] if reason else type(error).__name__)
+    manifest.counts.evaluated = evaluated
     try:
         write_manifest(run_dir, manifest)
     except Exception as e:  # the original error must come through, not this one
@@ -239,10 +278,30 @@ def finish(
     *,
     items: list[WorkItem],
     config: PathGLSConfig,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     plots: bool = True,
+    cards: list[ScoreCard] | None = None,
+    foreign: dict[tuple[str, str], str] | None = None,
+    evaluated: int | None = None,
+    timings: RunTimings | None = None,
 ) -> RunResult:
-    """Summarise the run's cards (this plan's items and subjects), write files and manifest."""
+    """Summarise the run's cards (this plan's items and subjects), write files and manifest.
+
+    Args:
+        store: The run directory.
+        items: The plan's items.
+        config: The run's settings.
+        manifest: The run's manifest (finished here).
+        plots: Draw the summary plots (a rerun that evaluated nothing keeps the ones there).
+        cards: The plan's cards as stored (kept from planning and written by this run); None
+            reads them from the run directory.
+        foreign: Pairs whose card file holds another pair's card, with what it holds.
+        evaluated: Pairs this run evaluated (None: unknown, plots are redrawn).
+        timings: The run's timings (written into the manifest).
+
+    Raises:
+        RunIntegrityError: a pair of the plan has no card on disk, or two share a file.
+    """
     from pathgls.runner.summary import (
         plot_modules,
         plot_subjects,
@@ -252,19 +311,33 @@ def finish(
     )
 
     wanted = {(redact(s), i.item_id) for i in items for s in config.run.subjects}
-    cards = _plan_cards(store, items=items, subjects=config.run.subjects)
+    foreign = dict(foreign or {})
+    if cards is None:
+        cards = _read_plan_cards(store, items=items, subjects=config.run.subjects, out=foreign)
+    cards = _check_plan_cards(
+        store, cards, items=items, subjects=config.run.subjects, foreign=foreign
+    )
     counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
     table = summarise(cards, fusion=config.fusion)
     files = write_summary(table, out_dir=store.root)
     if plots:
-        files["modules_plot"] = plot_modules(cards, path=store.root / "plots" / "modules.png")
-        files["subjects_plot"] = plot_subjects(
-            table, path=store.root / "plots" / "subjects.png", random_note=random_note(cards)
-        )
-    if manifest.get("models") is None:
-        manifest["models"] = _models_from_cards(cards)
-    manifest.setdefault("counts", {}).update(counts, cards=len(cards))
-    manifest.update(status="finished", finished=now())
+        modules_png = store.root / "plots" / "modules.png"
+        subjects_png = store.root / "plots" / "subjects.png"
+        if evaluated == 0 and modules_png.is_file() and subjects_png.is_file():
+            # nothing evaluated: the plots drawn from these same cards stand
+            files.update(modules_plot=modules_png, subjects_plot=subjects_png)
+        else:
+            files["modules_plot"] = plot_modules(cards, path=modules_png)
+            files["subjects_plot"] = plot_subjects(
+                table, path=subjects_png, random_note=random_note(cards)
+            )
+    if manifest.models is None:
+        manifest.models = _models_from_cards(cards)
+    manifest.counts.ok, manifest.counts.partial = counts["ok"], counts["partial"]
+    manifest.counts.failed, manifest.counts.cards = counts["failed"], len(cards)
+    if timings is not None:
+        manifest.timings = timings.to_dict()
+    manifest.status, manifest.finished = "finished", now()
     _write_manifest_or_raise(store.root, manifest)
     return RunResult(
         run_dir=store.root,
@@ -273,55 +346,86 @@ def finish(
         counts=counts,
         summary=table,
         files=files,
+        cards=cards,
     )
 
 
-def _plan_cards(
-    store: ResultsStore, *, items: list[WorkItem], subjects: tuple[str, ...]
+def _read_plan_cards(
+    store: ResultsStore,
+    *,
+    items: list[WorkItem],
+    subjects: tuple[str, ...],
+    out: dict[tuple[str, str], str],
 ) -> list[ScoreCard]:
-    """The card of every (item, subject) pair of the plan, read from the path it belongs to.
-
-    Cards elsewhere under ``scorecards/`` (another plan's items, an earlier version's file
-    names) are not this run's and are left out.
-
-    Raises:
-        RunIntegrityError: a pair has no readable card, or its file holds another pair's card
-            (cards written ≠ items × subjects).
-    """
-    cards, missing, foreign = [], [], []
+    """Every readable card of the plan's pairs, read from the path it belongs to (a file that
+    holds another pair's card goes to ``out``)."""
+    cards = []
     for item in items:
         for subject in subjects:
             path = store.card_path(subject, item.item_id)
-            try:
-                card = store.read_card(path)
-            except (OSError, ScoreCardError):
-                missing.append(f"{item.item_id} · {redact(subject)}")
+            card = stored_card(path)
+            if card is None:
                 continue
             if (card.subject, card.item_id) != (redact(subject), item.item_id):
-                foreign.append(f"{path.name} holds {card.item_id} · {card.subject}")
+                out[(redact(subject), item.item_id)] = (
+                    f"{path.name} holds {card.item_id} · {card.subject}"
+                )
                 continue
             cards.append(card)
-    if missing or foreign:
-        parts = [f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []
-        parts += [f"{len(foreign)} overwritten ({foreign[0]})"] if foreign else []
-        raise RunIntegrityError(
-            f"{store.root}: {len(cards)} ScoreCards for {len(items) * len(subjects)} item × "
-            f"subject pairs: {'; '.join(parts)}"
-        )
     return cards
 
 
-def _models_from_cards(cards: list[ScoreCard]) -> dict[str, Any]:
+def _check_plan_cards(
+    store: ResultsStore,
+    cards: list[ScoreCard],
+    *,
+    items: list[WorkItem],
+    subjects: tuple[str, ...],
+    foreign: dict[tuple[str, str], str],
+) -> list[ScoreCard]:
+    """The card of every (item, subject) pair of the plan, in plan order.
+
+    Cards of another plan's items are left out. Each pair's card must be on disk at the path
+    it belongs to (the cards on disk are the run's record).
+
+    Raises:
+        RunIntegrityError: a pair has no card on disk, or its file holds another pair's card
+            (cards written ≠ items × subjects).
+    """
+    by_pair = {(c.subject, c.item_id): c for c in cards}
+    out, missing = [], []
+    for item in items:
+        for subject in subjects:
+            pair = (redact(subject), item.item_id)
+            if pair in foreign:
+                continue
+            card = by_pair.get(pair)
+            if card is None or not store.card_path(subject, item.item_id).is_file():
+                missing.append(f"{item.item_id} · {redact(subject)}")
+                continue
+            out.append(card)
+    if missing or foreign:
+        parts = [f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []
+        parts += [f"{len(foreign)} overwritten ({next(iter(foreign.values()))})"] if foreign else []
+        raise RunIntegrityError(
+            f"{store.root}: {len(out)} ScoreCards for {len(items) * len(subjects)} item × "
+            f"subject pairs: {'; '.join(parts)}"
+        )
+    return out
+
+
+def _models_from_cards(cards: list[ScoreCard]) -> ModelsRecord:
     """Model provenance recorded in the cards (a rerun that had nothing left to evaluate)."""
     subjects = {
         c.subject: {
             "model_id": c.inputs.get("subject_model_id"),
             "revision": c.inputs.get("subject_revision"),
+            "learned": c.inputs.get("subject_learned"),
         }
         for c in cards
     }
     encoder = next((c.inputs.get("encoder") for c in cards if c.inputs.get("encoder")), None)
-    return {"subjects": subjects, "encoder": encoder, "from": "stored ScoreCards"}
+    return ModelsRecord(source="cards", subjects=subjects, encoder=encoder)
 
 
 def _warn_if_config_changed(run_dir: Path, config: PathGLSConfig) -> None:

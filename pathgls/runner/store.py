@@ -10,7 +10,8 @@ RUN_DIR/
   cache/subjects/                 every generation, so a rerun never asks a model twice
   errors.jsonl                    one line per failed or partial item
   summary.csv / summary.parquet, plots/
-  run.log
+  <mag>x_<size>px_<overlap>px_overlap/patches/<slide>_patches.h5   read plan and tissue grid
+  logs/<command>-<time>.log       the run log: per item and per stage timings, warnings
 ```
 
 ScoreCards are written atomically (temporary file + rename): a run killed at any moment
@@ -102,6 +103,16 @@ class ResultsStore:
             return write_text_atomic(path, redact(card.to_json(indent=2)))
         except OSError as e:
             raise PathGLSError(f"cannot write ScoreCard {path}: {e}") from e
+
+    def write_card_stored(self, card: ScoreCard) -> ScoreCard:
+        """Write ``card`` (:meth:`write_card`) and return it as stored: secrets masked, as a
+        reader of the file gets it (what a run's summary is built from).
+
+        Raises:
+            PathGLSError: the file cannot be written.
+        """
+        self.write_card(card)
+        return ScoreCard.from_json(redact(card.to_json()))
 
     def write_grounding_map(
         self,

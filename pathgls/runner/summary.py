@@ -204,14 +204,7 @@ def _short(subject: str, limit: int = 24) -> str:
 
 def random_note(cards: Iterable[ScoreCard]) -> str | None:
     """A figure's mark when some of its scores come from random test weights."""
-    random = sorted(
-        {
-            name
-            for c in cards
-            for name, m in c.modules.items()
-            if any("random-weight" in w for w in (m.warnings or ()))
-        }
-    )
+    random = sorted({name for c in cards for name, m in c.modules.items() if m.random_weights})
     if not random:
         return None
     return f"RANDOM WEIGHTS: {', '.join(random)} (and trust) are wiring checks, not results"

@@ -246,6 +246,7 @@ def _dx(
     similarity = ConceptSimilarity(
         embedder, unrelated_cosine=config.dx_unrelated_cosine, vocabulary=vocabulary
     )
+    similarity.warm()  # one batch of the lexicon's diagnosis names, once per Δ built
     fallback = _embedding(argument, config, embedder=embedder)
 
     def dx(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:

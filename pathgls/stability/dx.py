@@ -90,6 +90,10 @@ class ConceptSimilarity:
         e /= np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
         self._vectors.update(zip(new, e, strict=True))
 
+    def warm(self) -> None:
+        """Embed the vocabulary now (a worker does it once, while it loads its models)."""
+        self._embed([])
+
     def matrix(self, xs: list[str], ys: list[str]) -> np.ndarray:
         """``len(xs) × len(ys)`` calibrated similarities."""
         self._embed([*xs, *ys])

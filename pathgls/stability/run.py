@@ -114,8 +114,8 @@ def run_stability(
         stain_config: Macenko settings.
         config: Stability settings (Δ backend).
         max_report_chars: Longest report accepted (longer: that generation fails).
-        delta: The Δ, built once by the caller (:func:`make_delta` of ``config``); None
-            builds it here.
+        delta: The Δ, built once per worker (:func:`~pathgls.stability.delta.make_delta` with
+            ``config``, ``embedder`` and ``nli``); None builds it for this call.
 
     Raises:
         ConfigError: unknown attack, or the Δ backend's model is missing.
@@ -123,8 +123,7 @@ def run_stability(
     lib = library or load_prompt_library()
     neutral, adversarial = lib.neutral, lib.attack(attack)
     cfg = config or StabilityConfig()
-    if delta is None:
-        delta = make_delta(cfg, embedder=embedder, nli=nli)
+    delta = delta or make_delta(cfg, embedder=embedder, nli=nli)
     run = StabilityRun(prompts={"neutral": neutral.name, "attack": adversarial.name})
     stained = perturb_stain(
         images=np.stack(view.images) if _same_shape(view.images) else view.images[0],

@@ -2,8 +2,8 @@
 
 ``thumbnail``  the slide scaled to ``thumbnail_size`` px on its long side;
 ``montage``    k diverse tissue patches in one grid image: k-means (seeded) on the bag's patch
-               features, the patch nearest each centre, read from the slide at the bag's
-               resolution;
+               features, the patch nearest each centre, read from the slide by the bag's own
+               read plan and path (the pixels the bag encoded);
 ``patches``    the same k patches as separate images (a report per patch, then one summary).
 An ROI is always its own single image.
 """
@@ -14,13 +14,16 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from PIL import Image
 from scipy.cluster.vq import kmeans2
 
 from pathgls.config import ViewConfig
 from pathgls.errors import ConfigError, PathGLSError
+
+if TYPE_CHECKING:
+    from pathgls.features.session import SlideSession
 
 
 @dataclass
@@ -72,36 +75,52 @@ def slide_view(
     bag: str | os.PathLike[str] | None = None,
     config: ViewConfig | None = None,
     mpp: float | None = None,
+    session: SlideSession | None = None,
 ) -> View:
     """The view of a slide a subject is given.
+
+    The montage's (and the patches view's) patches are read with the read plan the bag was
+    extracted with, through the bag's own read path (:func:`pathgls.tiling.stream.read_patch`):
+    the subject is shown exactly the pixels whose features grounding compares its report with.
+
+    Args:
+        slide: The slide file.
+        bag: Its feature bag (montage and patches views).
+        config: What to show.
+        mpp: Level-0 µm/px given by the user (when ``session`` is None).
+        session: The item's slide session (the runner's: the slide is opened once per item).
 
     Raises:
         ConfigError: montage/patches without a bag.
         SlideError: the slide cannot be read.
-        BagError: the bag is invalid, or has no patch.
+        BagError: the bag is invalid, has no patch, or does not fit the slide.
     """
     from pathgls.features.bags import read_bag
-    from pathgls.tiling.slides import open_slide
+    from pathgls.features.session import bag_read_plan, session_for
 
     cfg = config or ViewConfig()
-    reader = open_slide(Path(slide), mpp=mpp)
+    if cfg.kind != "thumbnail" and bag is None:
+        raise ConfigError(f"the {cfg.kind} view needs the slide's feature bag (--bag)")
+    own = session is None
+    sess = session or session_for(Path(slide), mpp=mpp)
     try:
         if cfg.kind == "thumbnail":
-            thumb = reader.thumbnail(cfg.thumbnail_size)
+            thumb = sess.thumbnail(cfg.thumbnail_size)
             return View(
                 kind="thumbnail",
                 images=[thumb],
                 description=f"thumbnail {thumb.shape[1]}×{thumb.shape[0]}",
             )
-        if bag is None:
-            raise ConfigError(f"the {cfg.kind} view needs the slide's feature bag (--bag)")
+        assert bag is not None
         fb = read_bag(bag, windows=False)
         if len(fb) == 0:
             raise PathGLSError(f"{bag}: the bag has no patch to show")
         idx = diverse_patches(fb.features, k=cfg.k, seed=cfg.seed)
-        patches = [_read_patch(reader, fb.coords[i], fb.meta) for i in idx]
+        plan = bag_read_plan(fb.meta, sess.reader.level_downsamples)
+        patches = sess.read_patches(fb.coords[idx], plan)
     finally:
-        reader.close()
+        if own:
+            sess.close()
     if cfg.kind == "montage":
         return View(
             kind="montage",
@@ -112,15 +131,3 @@ def slide_view(
     return View(
         kind="patches", images=patches, patch_indices=idx, description=f"{len(idx)} patches"
     )
-
-
-def _read_patch(reader, xy: np.ndarray, meta) -> np.ndarray:
-    side0 = int(meta.patch_size_level0)
-    region = reader.read_region((int(xy[0]), int(xy[1])), 0, (side0, side0))
-    if side0 != meta.patch_size:
-        region = np.asarray(
-            Image.fromarray(region).resize(
-                (meta.patch_size, meta.patch_size), Image.Resampling.LANCZOS
-            )
-        )
-    return np.array(region, dtype=np.uint8)

@@ -1,7 +1,8 @@
 """Slides to patches: readers, resolution, tissue mask, grid and patch streaming.
 
-Owns the slide readers (OpenSlide, Pillow), resolution plans, the tissue mask, the patch grid
-and batched patch streaming; nothing here knows of models or reports.
+Owns the slide readers (OpenSlide, Pillow), resolution plans, the tissue mask, the patch grid,
+batched patch streaming and the one read-at-resolution path (:func:`.stream.read_rect`), and
+slide file identity (:mod:`.identity`); nothing here knows of models or reports.
 
 May import: core, :mod:`pathgls.config`, :mod:`pathgls.io`.
 """

@@ -51,22 +51,61 @@ def read_patch(
     ``out`` is returned; other paths return a new array).
     """
     size = (plan.read_size, plan.read_size)
+    return _read_resampled(reader, xy_level0, plan, size, (plan.patch_size,) * 2, out=out)
+
+
+def read_rect(
+    reader: SlideReader,
+    xy_level0: tuple[int, int],
+    size_level0: tuple[int, int],
+    plan: ReadPlan,
+) -> np.ndarray:
+    """Any level-0 rectangle at the plan's target resolution, by the path patches take.
+
+    The one read-at-resolution path of pathgls: the feature bag's patches (:func:`read_patch`),
+    the patches a subject is shown (montage) and the regions grounding embeds all come
+    through it, so a rectangle that is a bag patch gives exactly that patch's pixels. The
+    rectangle is read at ``plan.level`` (``size_level0 / downsample`` pixels) and reduced by
+    the plan's factor: area (or scaled JPEG decode) when the plan reduces by a whole factor
+    that divides the read, else Lanczos.
+
+    Returns:
+        ``(H, W, 3)`` uint8 RGB of ``round(size_level0 / downsample / factor)`` pixels.
+    """
+    ds = reader.level_downsamples[plan.level]
+    w0, h0 = int(size_level0[0]), int(size_level0[1])
+    read = (max(1, round(w0 / ds)), max(1, round(h0 / ds)))
+    factor = plan.read_size / plan.patch_size
+    target = (max(1, round(read[0] / factor)), max(1, round(read[1] / factor)))
+    return _read_resampled(reader, xy_level0, plan, read, target)
+
+
+def _read_resampled(
+    reader: SlideReader,
+    xy_level0: tuple[int, int],
+    plan: ReadPlan,
+    read: tuple[int, int],
+    target: tuple[int, int],
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``read`` pixels at ``plan.level`` resampled to ``target`` pixels (see :func:`read_rect`)."""
     k = plan.reduction
-    area = k is not None and plan.resample == "area"
-    factor = 1 if not plan.needs_resize else (k if area else None)
+    whole = k is not None and read == (target[0] * k, target[1] * k)
+    area = whole and plan.resample == "area"
+    factor = 1 if read == target else (k if area else None)
     if plan.scaled_decode and factor in SCALES:
         scaled = getattr(reader, "read_region_scaled", None)
-        patch = scaled(xy_level0, plan.level, size, factor, out=out) if scaled else None
+        patch = scaled(xy_level0, plan.level, read, factor, out=out) if scaled else None
         if patch is not None:
             return patch
-    region = reader.read_region(xy_level0, plan.level, size)
-    if not plan.needs_resize:
+    region = reader.read_region(xy_level0, plan.level, read)
+    if read == target:
         return region
     if area:
+        assert k is not None
         return area_reduce(region, k)
-    im = Image.fromarray(region).resize(
-        (plan.patch_size, plan.patch_size), Image.Resampling.LANCZOS, reducing_gap=2.0
-    )
+    im = Image.fromarray(region).resize(target, Image.Resampling.LANCZOS, reducing_gap=2.0)
     return np.asarray(im)
 
 
