@@ -18,6 +18,7 @@ from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import NoScoreCardsError, PathGLSError
+from pathgls.io.rundirs import check_run_dir
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -83,13 +84,15 @@ def compare(
     ] = None,
 ) -> None:
     """Is subject A better than B on the same items, by how much, and more than noise?"""
+    console = Console(stderr=True)
+    try:
+        check_run_dir(run)
+    except PathGLSError as e:
+        fail(console, e)
     from pathgls.meta.compare import CompareConfig, compare_subjects
     from pathgls.runner.store import ResultsStore
 
-    console = Console(stderr=True)
     try:
-        if not run.is_dir():
-            raise NoScoreCardsError(f"{run}: not a run directory")
         cards = ResultsStore(run).load_cards()
         if not cards:
             raise NoScoreCardsError(f"{run}: no readable ScoreCard under scorecards/")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,8 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.sniff import read_text_bytes
 
 Opt = typer.Option
 
@@ -75,7 +78,10 @@ def ground(
             "that only one grounded entity has (case-insensitive)."
         ),
     ] = None,
-    out: Annotated[Path | None, Opt(help="PNG path of the heat map.")] = None,
+    out: Annotated[
+        Path | None,
+        Opt(help="PNG path of the heat map (default runs/ground/<report>-<entity>.png)."),
+    ] = None,
     thumbnail_size: Annotated[int, Opt(help="Longest side of the heat-map thumbnail.")] = 1024,
     as_json: Annotated[bool, Opt("--json", help="Print the ModuleScore as JSON.")] = False,
 ) -> None:
@@ -86,54 +92,78 @@ def ground(
         fail(console, "give exactly one of --bag, --image or --slide with --region")
     if region is not None and slide is None:
         fail(console, "--region needs --slide")
-    if (heatmap is None) != (out is None):
-        fail(console, "--heatmap ENTITY and --out PNG go together")
+    if out is not None and heatmap is None:
+        fail(console, "--out is the heat map's PNG: give --heatmap ENTITY with it")
+    if heatmap is not None and out is None:
+        out = default_heatmap_path(report, heatmap)
+    kw: dict[str, Any] = {
+        "report": report,
+        "bag": bag,
+        "image": image,
+        "slide": slide,
+        "region": region,
+        "mpp": mpp,
+        "encoder": encoder,
+        "calibration": calibration,
+        "template": template,
+        "extractor": extractor,
+        "config": config,
+        "device": device,
+        "heatmap": heatmap is not None,
+        "thumbnail_size": thumbnail_size,
+    }
+    try:  # inputs, config and models first: no heavy import before they are known to be good
+        _check_inputs(kw)
+        cfg = _config(kw)
+        preflight.check_config_models(cfg, encoder=True, extractor=True)
+    except PathGLSError as e:
+        fail(console, e)
     try:
-        result, thumb = _run(
-            report=report,
-            bag=bag,
-            image=image,
-            slide=slide,
-            region=region,
-            mpp=mpp,
-            encoder=encoder,
-            calibration=calibration,
-            template=template,
-            extractor=extractor,
-            config=config,
-            device=device,
-            heatmap=heatmap is not None,
-            thumbnail_size=thumbnail_size,
-            console=console,
-        )
+        result, thumb = _run(cfg, kw)
         if geojson is not None and result.score.value is not None:
             from pathgls.inspect.geojson import grounding_geojson, write_geojson
 
             write_geojson(geojson, grounding_geojson(result.score.evidence))
             console.print(f"GeoJSON → {geojson}")
         if heatmap is not None and out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
             _draw(result, thumb, heatmap, out)
             console.print(f"heat map of {heatmap!r} → {out}")
     except (PathGLSError, KeyError) as e:
         fail(console, e if isinstance(e, PathGLSError) else str(e.args[0]))
+    except OSError as e:
+        fail(console, f"cannot write {e.filename or out}: {e.strerror or e}")
     _print(result.score, as_json)
 
 
-def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
-    from pathgls.config import DEFAULT_ENCODER, load_config
-    from pathgls.encoders import build_encoder
-    from pathgls.grounding.score import ground as ground_fn
-    from pathgls.grounding.sources import (
-        load_roi_image,
-        open_bag_source,
-        read_slide_region,
-        roi_source,
-    )
-    from pathgls.text import analyze_report, build_extractor
+#: Where heat maps go when ``--out`` is not given.
+HEATMAP_DIR = Path("runs") / "ground"
 
-    report: Path = kw["report"]
-    if not report.is_file():
-        raise PathGLSError(f"{report}: no such file")
+
+def default_heatmap_path(report: Path, entity: str) -> Path:
+    """``runs/ground/<report>-<entity>.png`` (the entity's words joined by '-')."""
+    slug = "-".join(re.findall(r"[A-Za-z0-9]+", entity.lower()))[:60] or "entity"
+    return HEATMAP_DIR / f"{report.stem}-{slug}.png"
+
+
+def _check_inputs(kw: dict[str, Any]) -> None:
+    """The files exist and are what they should be; the region parses (no heavy import)."""
+    preflight.config_file(kw["config"])
+    preflight.text_file(kw["report"], what="report")
+    if kw["bag"] is not None:
+        preflight.feature_bag(kw["bag"])
+    if kw["image"] is not None:
+        preflight.image_file(kw["image"], what="ROI image")
+    if kw["slide"] is not None:
+        preflight.existing_file(kw["slide"], what="slide")
+    if kw["region"] is not None:
+        _parse_region(kw["region"])
+
+
+def _config(kw: dict[str, Any]) -> Any:
+    """The command's config: the file, then the options; the bag's encoder unless given."""
+    from pathgls.config import DEFAULT_ENCODER, load_config
+
     overrides: dict[str, Any] = {}
     if kw["calibration"]:
         overrides["calibration"] = kw["calibration"]
@@ -158,8 +188,24 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
     )
     if cfg.encoder.name is None:  # an ROI without --encoder or a config's encoder.name
         cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
+    return cfg
+
+
+def _run(cfg: Any, kw: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    from pathgls.encoders import build_encoder
+    from pathgls.grounding.score import ground as ground_fn
+    from pathgls.grounding.sources import (
+        load_roi_image,
+        open_bag_source,
+        read_slide_region,
+        roi_source,
+    )
+    from pathgls.text import analyze_report, build_extractor
+
+    report: Path = kw["report"]
+    bag_path: Path | None = kw["bag"]
     extractor = build_extractor(cfg.models.extractor)
-    analyzed = analyze_report(report.read_bytes(), extractor=extractor)
+    analyzed = analyze_report(read_text_bytes(report, what="report"), extractor=extractor)
     enc = build_encoder(cfg.encoder)
     gc = cfg.grounding
     if bag_path is not None:
