@@ -341,6 +341,25 @@ def test_print_summary(cards: list[ScoreCard]) -> None:
     assert "[bold]odd" in text  # escaped, shown literally
 
 
+def test_print_summary_lists_subjects_in_rank_order(cards: list[ScoreCard]) -> None:
+    extra = [_card(f"i{i}", "best", trust=0.95 + i / 1000) for i in range(3)]
+    extra += [_card(f"i{i}", "aaa-worst", trust=0.05 + i / 1000) for i in range(3)]
+    table = summarise([*cards, *extra], n_boot=500)
+    assert list(table["subject"]) == sorted(table["subject"])  # the table: by subject name
+    console = Console(record=True, width=200)
+    print_summary(table, console=console)
+    lines = console.export_text().splitlines()
+    row_of = {
+        s: next(i for i, line in enumerate(lines) if f" {s} " in line) for s in table["subject"]
+    }
+    shown = sorted(row_of, key=row_of.__getitem__)
+    ranks = table.set_index("subject")["rank"]
+    assert ranks["best"] == 1 and ranks["aaa-worst"] > ranks["zeta"]
+    # best first, the alphabetically first subject last: rank order, not the table's
+    assert shown == sorted(ranks.index, key=lambda s: (ranks[s], s))
+    assert shown[0] == "best" and shown[-1] == "aaa-worst"
+
+
 def test_print_summary_empty() -> None:
     console = Console(record=True, width=200)
     print_summary(summarise([]), console=console)

@@ -328,10 +328,20 @@ def _format_metric(row: dict[str, Any], metric: str) -> str:
     return f"{mean:.3f} (n={n})"
 
 
+def _rank_key(rank: Any) -> float:
+    """A rank to sort by: unranked (NaN, None) after every rank."""
+    try:
+        value = float(rank)
+    except (TypeError, ValueError):
+        return math.inf
+    return value if math.isfinite(value) else math.inf
+
+
 def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     """Print the summary table on a :class:`rich.console.Console`, one row per subject.
 
-    Metrics that no subject has are left out of the table and named in its caption.
+    Rows are in rank order (best first; subjects without a trust score last, tied ranks by
+    name). Metrics that no subject has are left out of the table and named in its caption.
     """
     from rich.markup import escape
     from rich.table import Table
@@ -353,7 +363,9 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     out.add_column("dep/rev/rej", justify="right")
     for metric in shown:
         out.add_column(metric, justify="right")
-    for row in table.to_dict(orient="records"):
+    records = table.to_dict(orient="records")
+    records.sort(key=lambda r: (_rank_key(r[RANK_COLUMN]), str(r["subject"])))
+    for row in records:
         statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
         routes = "/".join(str(int(row[r])) for r in ROUTES)
         metrics = [Text(_format_metric(row, m)) for m in shown]
