@@ -73,6 +73,11 @@ def stain(
     except OSError as e:
         fail(console, f"cannot write {out}: {e.strerror or e}")
     f = res.factors[0].tolist()
+    from pathgls.attacks.stain_kind import stain_kind
+
+    warning = stain_kind(img).warning
+    if warning:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if not bool(res.transformed[0]):
         console.print(f"[yellow]unchanged:[/] {escape(str(res.flags[0]))}", soft_wrap=True)
     console.print(f"H × {f[0]:.3f}, E × {f[1]:.3f} (seed {seed}) → {out}")
