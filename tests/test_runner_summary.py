@@ -226,6 +226,21 @@ def test_write_summary_round_trips(cards: list[ScoreCard], tmp_path: Path) -> No
     assert sorted(p.name for p in out.iterdir()) == ["summary.csv", "summary.parquet"]
 
 
+def test_without_pyarrow_only_the_csv_is_written(
+    cards: list[ScoreCard], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    import logging
+
+    import pathgls.runner.summary as summary
+
+    monkeypatch.setattr(summary, "parquet_available", lambda: False)
+    with caplog.at_level(logging.INFO, logger="pathgls.runner.summary"):
+        paths = write_summary(summarise(cards, n_boot=200), out_dir=tmp_path)
+    assert paths == {"csv": tmp_path / "summary.csv"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.csv"]
+    assert "pip install 'pathgls[parquet]'" in caplog.text
+
+
 def test_write_summary_empty_table(tmp_path: Path) -> None:
     paths = write_summary(summarise([]), out_dir=tmp_path)
     assert list(pd.read_parquet(paths["parquet"]).columns) == EXPECTED_COLUMNS
