@@ -85,6 +85,7 @@ def test_notebook_is_saved_clean() -> None:
     assert any("PATHGLS_RUN_DIR" in c.source for c in code)
 
 
+@pytest.mark.slow
 def test_notebook_runs_on_the_demo_output(
     demo_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -357,6 +357,7 @@ def test_two_slides_with_one_stem_get_two_bags_and_a_locked_bag_is_left_alone(
     assert partial.read_bytes() == b"someone else's half-written bag"
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_run_with_an_interrupted_manifest(tmp_path: Path, roi: Path) -> None:
     import signal
     import time

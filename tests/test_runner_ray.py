@@ -195,6 +195,7 @@ def grounded(
     return {"src": src, "config": config, "local": local, "local_1t": local_1t}
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
     import ray
@@ -241,6 +242,7 @@ def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
     assert manifest["models"]["subjects"] == read_manifest(local.run_dir)["models"]["subjects"]
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_records_failed_items_and_completes_the_rest(
     tmp_path: Path, CMU: Path, broken_slide: Path, shared_ray: object
@@ -324,6 +326,7 @@ def _busy_ray_workers() -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 @needs_ray
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
 def test_dead_worker_fails_its_item_and_the_run_goes_on(
