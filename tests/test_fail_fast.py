@@ -113,10 +113,12 @@ def test_unknown_or_malformed_specs_fail_as_the_live_registry_fails(kind: str, s
 @pytest.fixture
 def no_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty models directory and Hugging Face cache: nothing is pulled."""
+    from huggingface_hub import constants
+
     models = tmp_path / "models"
     models.mkdir()
     monkeypatch.setenv("PATHGLS_MODELS_DIR", str(models))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     return models
 
 
