@@ -60,9 +60,8 @@ def _imports() -> dict[str, set[str]]:
     return found
 
 
-def _distributions(module: str) -> set[str]:
-    dists = importlib.metadata.packages_distributions().get(module, [])
-    return {d.lower().replace("_", "-") for d in dists}
+def _distributions(module: str, found: dict[str, list[str]]) -> set[str]:
+    return {d.lower().replace("_", "-") for d in found.get(module, [])}
 
 
 def test_every_import_is_declared_and_every_declaration_imported() -> None:
@@ -70,9 +69,10 @@ def test_every_import_is_declared_and_every_declaration_imported() -> None:
     required = _names(cfg["options"]["install_requires"])
     extras = {k: _names(v) for k, v in cfg["options.extras_require"].items()}
     imported = _imports()
+    installed = importlib.metadata.packages_distributions()  # module -> distributions
     used: set[str] = set()
     for module, files in sorted(imported.items()):
-        dists = _distributions(module)
+        dists = _distributions(module, installed)
         assert dists, f"{module} (imported in {sorted(files)}) is not installed"
         used |= dists
         if dists & required:

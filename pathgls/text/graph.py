@@ -209,19 +209,20 @@ def draw_graph(
         edges = [(u, v) for u, v, k in keep if k == rel]
         if not edges:
             continue
-        colour = _RELATION_COLOURS.get(rel, "#555555")
+        by_bow: dict[float, list[tuple[int, int]]] = {}
         for u, v in edges:  # arcs bow upwards, away from the labels; a second one further
             nth = seen.get(frozenset((u, v)), 0)
             seen[frozenset((u, v))] = nth + 1
             bow = 0.25 + 0.2 * nth
-            rad = -bow if pos[v][0] >= pos[u][0] else bow
+            by_bow.setdefault(-bow if pos[v][0] >= pos[u][0] else bow, []).append((u, v))
+        for rad, group in by_bow.items():  # one call per arc shape: fast on big graphs
             nx.draw_networkx_edges(
                 h,
                 pos,
-                edgelist=[(u, v)],
+                edgelist=group,
                 ax=ax,
                 arrows=True,
-                edge_color=colour,
+                edge_color=_RELATION_COLOURS.get(rel, "#555555"),
                 alpha=0.8,
                 node_size=300,
                 connectionstyle=f"arc3,rad={rad}",
