@@ -398,6 +398,7 @@ CASES: list[tuple[list[str], str]] = [
     (["benchmark", "{roi}", "--subject", "nosuch"], "unknown subject 'nosuch'"),
     (["benchmark", "{roi}", "--subject", "captioner:x"], "takes no argument"),
     (["benchmark", "{roi}", "--subject", "replay:{missing}.jsonl"], "does not exist"),
+    (["benchmark", "{roi}", "--subject", "replay:{png}"], "is a PNG image, not a text file"),
     (["benchmark", "{roi}", "--subject", "openai:http://h:8000/v1"], "names no model"),
     (["benchmark", "{roi}", "--subject", "openai:ftp://h/v1#m"], "http(s) URL"),
     (["benchmark", "{roi}", "--subject", "captioner", "--encoder", "pilp"], "unknown encoder"),

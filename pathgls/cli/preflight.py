@@ -110,6 +110,12 @@ def _required_file(spec: Spec, entry: RegistryEntry[Any], models_dir: str | None
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ConfigError(f"{spec.text!r}: {path} {what} (write {entry.form})")
+    try:
+        found = file_binary_format(path)
+    except OSError as e:
+        raise ConfigError(f"{spec.text!r}: cannot read {path}: {e}") from e
+    if found is not None:  # a file argument is text (JSON Lines)
+        raise ConfigError(f"{spec.text!r}: {path} is {found}, not a text file")
 
 
 def _optional_path(spec: Spec, entry: RegistryEntry[Any], models_dir: str | None) -> None:
