@@ -326,9 +326,13 @@ def _fresh(cases: list[list[str]], env: dict[str, str], cwd: Path) -> list[dict]
 
 
 @pytest.fixture
-def inputs(tmp_path: Path, tiles_dir: Path, shared_data: Path) -> dict[str, str]:
-    """One bad input of each kind, and a folder holding two runs."""
-    png = next(tiles_dir.glob("*.png"))
+def inputs(tmp_path: Path) -> dict[str, str]:
+    """One bad input of each kind, and a folder holding two runs (no shared data needed)."""
+    import numpy as np
+    from PIL import Image
+
+    png = tmp_path / "tile.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), np.uint8)).save(png)
     pdf = tmp_path / "report.txt"
     pdf.write_bytes(b"%PDF-1.4\n" + bytes(range(256)))
     nul = tmp_path / "report.md"
@@ -362,7 +366,7 @@ def inputs(tmp_path: Path, tiles_dir: Path, shared_data: Path) -> dict[str, str]
         "missing": str(tmp_path / "missing"),
         "report": str(EXAMPLES / "report.md"),
         "reports": str(EXAMPLES / "reports.tsv"),
-        "expert": str(shared_data / "expert_scores" / "hare_expert_dev.tsv"),
+        "expert": str(EXAMPLES / "reports.tsv"),
     }
 
 
