@@ -106,5 +106,11 @@ def test_demo_scores_logic_and_shows_the_three_routes(models_dir: Path, tmp_path
         assert c.value("grounding") is None
     assert "example reports written for this demo (not a model's output)" in res.output
     assert "pathgls models pull plip" in res.output
+    # why S_g is missing is said once, under the table (it was printed twice)
+    assert res.stderr.count("no plip weights on this machine") == 1, res.stderr
+    assert "S_g missing: no plip weights" in res.stderr
+    # the Macenko H&E attack on the IHC image is named as not an H&E stain shift
+    ihc_stability = cards[("captioner", "ihc")].modules["stability"]
+    assert any("looks like immunohistochemistry" in w for w in ihc_stability.warnings)
     assert "pip install -e '.[notebook]'" in res.output
     assert "Loading weights" not in res.output
