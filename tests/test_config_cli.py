@@ -70,6 +70,14 @@ def test_a_benchmark_repeats_itself_from_its_config_toml(tmp_path: Path, ROIS) -
     manifest = read_manifest(run)
     assert manifest.config["run"]["subjects"] == list(SUBJECTS)
     assert manifest.config["encoder"]["name"] is None
+    # the run log says what ran, each card's outcome and how the run ended (it was 0 bytes)
+    (log,) = (run / "logs").glob("benchmark-*.log")
+    text = log.read_text(encoding="utf-8")
+    assert "pathgls " in text.splitlines()[0] and "benchmark" in text.splitlines()[0]
+    for roi in ROIS:
+        for subject in SUBJECTS:
+            assert f"{roi.stem} · {subject}: ok, trust " in text
+    assert text.splitlines()[-1].endswith("s") and "benchmark finished in" in text
 
     invoke("benchmark", src, "--config", run / "config.toml", "--out", again)
     assert saved_config(again) == first

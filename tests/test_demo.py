@@ -207,6 +207,12 @@ def test_demo_scores_logic_and_gates_without_the_image(demo_run: tuple[Path, str
     assert "pathgls models pull plip" in output
     assert "pip install -e '.[notebook]'" in output
     assert f"pathgls compare {out}" in output
+    # why S_g is missing is said once, under the table (it was printed twice)
+    assert output.count("no plip weights on this machine") == 1, output
+    assert "S_g missing: no plip weights" in output
+    # the Macenko H&E attack on the IHC image is named as not an H&E stain shift
+    ihc_stability = cards[("captioner", "ihc")].modules["stability"]
+    assert any("looks like immunohistochemistry" in w for w in ihc_stability.warnings)
     assert "Loading weights" not in output
     assert "no run report" not in output and (out / "report.html").is_file()
 

@@ -116,7 +116,6 @@ def _run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
 def _reference_windows(enc, slide: Path, cfg, coords: np.ndarray) -> np.ndarray:
     """Each patch read on its own, each window encoded as an image: no ring, no fused path."""
     from pathgls.encoders import window_coords
@@ -195,12 +194,22 @@ def test_cuda_extraction_reads_into_pinned_memory_and_equals_cpu(
     )
 
 
-def test_killed_extraction_resumes_to_an_identical_bag(
-    tmp_path: Path, tiny_clip: Path, cmu_slide: Path
-) -> None:
-    ref_dir, kill_dir = tmp_path / "ref", tmp_path / "killed"
-    done = _run_script(tmp_path, str(cmu_slide), str(ref_dir), str(tiny_clip), "0")
+@pytest.fixture(scope="module")
+def reference_bag(
+    tmp_path_factory: pytest.TempPathFactory, tiny_clip: Path, cmu_slide: Path
+) -> Path:
+    """The sample slide's bag from one uninterrupted extraction in a fresh process."""
+    work = tmp_path_factory.mktemp("reference-extraction")
+    done = _run_script(work, str(cmu_slide), str(work / "ref"), str(tiny_clip), "0")
     assert done.returncode == 0 and done.stdout.startswith("done"), done.stderr
+    return bag_path_for(work / "ref", "cmu-1-small-region", f"hf:{tiny_clip}")
+
+
+@pytest.mark.slow
+def test_killed_extraction_resumes_to_an_identical_bag(
+    tmp_path: Path, tiny_clip: Path, cmu_slide: Path, reference_bag: Path
+) -> None:
+    kill_dir = tmp_path / "killed"
     killed = _run_script(tmp_path, str(cmu_slide), str(kill_dir), str(tiny_clip), "8")
     assert killed.returncode == -signal.SIGKILL
     bag = bag_path_for(kill_dir, "cmu-1-small-region", f"hf:{tiny_clip}")
@@ -208,7 +217,7 @@ def test_killed_extraction_resumes_to_an_identical_bag(
     resumed = _run_script(tmp_path, str(cmu_slide), str(kill_dir), str(tiny_clip), "0")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed at patch 8" in resumed.stdout
-    a = _bag_arrays(bag_path_for(ref_dir, "cmu-1-small-region", f"hf:{tiny_clip}"))
+    a = _bag_arrays(reference_bag)
     b = _bag_arrays(bag)
     for k in ("features", "coords", "window_features"):
         np.testing.assert_array_equal(a[k], b[k])
@@ -216,12 +225,13 @@ def test_killed_extraction_resumes_to_an_identical_bag(
 
 
 @pytest.mark.slow
-def test_kill_at_an_arbitrary_moment(tmp_path: Path, tiny_clip: Path, cmu_slide: Path) -> None:
+def test_kill_at_an_arbitrary_moment(
+    tmp_path: Path, tiny_clip: Path, cmu_slide: Path, reference_bag: Path
+) -> None:
     """SIGKILL from outside at a random point: the rerun resumes or redoes, never trusts junk."""
-    ref = _run_script(tmp_path, str(cmu_slide), str(tmp_path / "ref"), str(tiny_clip), "0")
-    assert ref.returncode == 0
     out = tmp_path / "ext"
     script = tmp_path / "run_extract.py"
+    script.write_text(_KILL_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bag = bag_path_for(out, "cmu-1-small-region", f"hf:{tiny_clip}")
     proc = subprocess.Popen(
@@ -238,7 +248,7 @@ def test_kill_at_an_arbitrary_moment(tmp_path: Path, tiny_clip: Path, cmu_slide:
     proc.wait()
     rerun = _run_script(tmp_path, str(cmu_slide), str(out), str(tiny_clip), "0")
     assert rerun.returncode == 0 and rerun.stdout.split()[0] in ("done", "skipped"), rerun.stderr
-    a = _bag_arrays(bag_path_for(tmp_path / "ref", "cmu-1-small-region", f"hf:{tiny_clip}"))
+    a = _bag_arrays(reference_bag)
     b = _bag_arrays(bag)
     for k in ("features", "coords", "window_features"):
         np.testing.assert_array_equal(a[k], b[k])

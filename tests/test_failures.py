@@ -20,6 +20,7 @@ from pathgls.inspect.failures import (
     attack_diff,
     describe_card,
     grounding_figure,
+    item_path,
     load_run,
     logic_figure,
     logic_view,
@@ -89,6 +90,7 @@ def test_notebook_is_saved_clean() -> None:
     assert any("PATHGLS_RUN_DIR" in c.source for c in code)
 
 
+@pytest.mark.slow
 def test_notebook_runs_on_the_demo_output(
     demo_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,6 +199,41 @@ def test_grounding_figure_shows_why_when_there_is_no_map(
     assert "no heat map was kept" in fig.axes[1].get_title()
 
 
+def test_grounding_figure_finds_an_item_the_run_named_from_another_folder(
+    demo_run: Path, sample_ihc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `pathgls demo` run from the repository records runs/demo/inputs/ihc.png; the notebook
+    # opened in notebooks/ sees the run as ../runs/demo and must still find the picture
+    root = tmp_path / "repo"
+    card = next(c for c in load_run(demo_run).cards if c.item_id == "ihc")
+    card.inputs["item"] = "runs/demo/inputs/ihc.png"
+    store = ResultsStore(root / "runs" / "demo")
+    store.write_card(card)
+    (root / "runs" / "demo" / "inputs").mkdir()
+    (root / "runs" / "demo" / "inputs" / "ihc.png").symlink_to(sample_ihc)
+    (root / "notebooks").mkdir()
+    monkeypatch.chdir(root / "notebooks")
+    fig = grounding_figure(card, run_dir=Path("..") / "runs" / "demo", max_side=128)
+    assert fig.axes[0].images, "the item's picture was not found: a blank figure"
+    assert "grounding missing" in fig.axes[0].get_title()
+    assert item_path(card, Path("../runs/demo")).resolve() == sample_ihc.resolve()
+    # a picture found nowhere: the figure says so in its body, not only in a small title
+    card.inputs["item"] = "runs/demo/inputs/gone.png"
+    fig = grounding_figure(card, run_dir=Path("..") / "runs" / "demo")
+    body = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "cannot be read" in body or "grounding missing" in body
+    assert fig.axes[0].texts, "a message figure without content"
+
+
+def test_load_run_on_a_folder_of_runs_names_them(demo_run: Path, tmp_path: Path) -> None:
+    from pathgls.errors import SeveralRunsError
+
+    for name in ("a", "b"):
+        ResultsStore(tmp_path / "runs" / name).write_card(load_run(demo_run).cards[0])
+    with pytest.raises(SeveralRunsError, match="holds 2 runs, not one"):
+        load_run(tmp_path / "runs")
+
+
 def test_logic_figure_highlights_the_contradicting_pair(replay_card: ScoreCard) -> None:
     view = logic_view(replay_card)
     top = view.pairs[0]
@@ -219,6 +256,28 @@ def test_logic_figure_shows_the_missing_reason(demo_run: Path) -> None:
     assert logic_view(card).highlighted == frozenset()
     fig = logic_figure(card)
     assert card.modules["logic"].missing_reason[:60] in fig.axes[1].texts[0].get_text()
+
+
+def test_logic_figure_of_a_long_real_report_stays_readable(
+    shared_data: Path, replay_card: ScoreCard
+) -> None:
+    import sys
+
+    from pathgls.io.tables import read_table
+    from pathgls.types import Report
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_report_graph import _assert_readable
+
+    rows = read_table(shared_data / "reports" / "tcga_reports_dev.tsv").rows[:60]
+    text = max((r["report"] for r in rows), key=len)
+    card = ScoreCard.from_dict(replay_card.to_dict())
+    card.reports["original"] = Report(text=text, condition="original", source="tcga")
+    fig = logic_figure(card)
+    assert fig.get_figheight() < 20  # drawn around what matters, not 70 inches of graph
+    assert "entities shown" in fig.axes[0].get_title()
+    _assert_readable(fig)
+    _assert_readable(logic_figure(replay_card))
 
 
 def test_attack_diff_lists_finding_changes_and_text_lines(replay_card: ScoreCard) -> None:

@@ -160,9 +160,16 @@ def test_metric_registry_and_meta_cli(shared_data, tmp_path) -> None:
     assert res.exit_code == 2 and "unknown metric 'nope'" in res.output
     ref = tmp_path / "ref.txt"
     ref.write_text("Invasive ductal carcinoma with necrosis.")
+    # the same file as references and candidates: refused (every pair would score 1.0)
     res = CliRunner().invoke(app, ["hare", "--refs", str(ref), "--cands", str(ref), "--json"])
+    assert res.exit_code == 2 and "both read" in res.output
+    # another file with the same text: scored (1.0), with a warning that says why
+    cand = tmp_path / "cand.txt"
+    cand.write_text(ref.read_text())
+    res = CliRunner().invoke(app, ["hare", "--refs", str(ref), "--cands", str(cand), "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output[res.output.index("{") :])["score"] == pytest.approx(1.0)
+    assert "identical to its reference" in res.stderr
+    assert json.loads(res.stdout)["score"] == pytest.approx(1.0)
 
 
 def test_meta_on_the_examples_shows_progress_except_under_json() -> None:

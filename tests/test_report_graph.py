@@ -159,5 +159,67 @@ def test_draw_graph_labels_every_relation_between_two_entities() -> None:
         ],
     )
     ax = draw_graph(g)
-    texts = {t.get_text() for t in ax.texts}
-    assert "modifier_of, supports" in texts
+    # each relation is its own arrow, coloured by type and named in the legend
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import FancyArrowPatch
+
+    from pathgls.text.graph import _RELATION_COLOURS
+
+    arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    assert sorted(to_hex(a.get_edgecolor()) for a in arrows) == sorted(
+        _RELATION_COLOURS[t] for t in ("modifier_of", "supports")
+    )
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"modifier_of", "supports"}
+    assert len({a.get_connectionstyle().rad for a in arrows}) == 2  # not drawn over each other
+
+
+def _text_boxes(fig) -> list:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    fig.draw(renderer)
+    texts = [t for ax in fig.axes for t in ax.texts if t.get_text().strip()]
+    texts += [t for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+
+
+def _assert_readable(fig) -> None:
+    """No two labels overlap and every label lies inside the figure."""
+    import numpy as np
+
+    boxes = _text_boxes(fig)
+    assert boxes
+    page = fig.bbox
+    for text, box in boxes:
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, f"{text!r} leaves the figure"
+        assert page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, f"{text!r} leaves the figure"
+    b = np.array([[box.x0, box.y0, box.x1, box.y1] for _, box in boxes])
+    w = np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0])
+    h = np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1])
+    overlap = np.triu((w > 0.5) & (h > 0.5), k=1)
+    pairs = [(boxes[i][0], boxes[j][0]) for i, j in zip(*np.nonzero(overlap), strict=True)]
+    assert not pairs, f"labels overlap: {pairs[:3]}"
+
+
+def test_graph_labels_never_overlap(shared_data) -> None:
+    import json as _json
+
+    from pathgls.io.resources import resource
+    from pathgls.io.tables import read_table
+
+    ext = build_extractor("lexicon")
+    demo = [
+        _json.loads(line)["report"]
+        for line in resource("demo_example_reports.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    real = read_table(shared_data / "reports" / "tcga_reports_dev.tsv").rows
+    long_real = sorted((r["report"] for r in real[:60]), key=len)[-2:]  # dense, real graphs
+    for text in [REPORT, *demo, *long_real]:
+        analyzed = analyze_report(text, extractor=ext)
+        if not analyzed.entities:
+            continue
+        ax = draw_graph(analyzed.graph)
+        _assert_readable(ax.figure)
+    assert len(analyze_report(long_real[-1], extractor=ext).entities) > 30  # a crowded one

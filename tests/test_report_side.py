@@ -144,6 +144,7 @@ def test_dxalign_backend_maps_dxalign_to_unit_range(dxalign: DxAlignScorer) -> N
     assert dxalign.calibrate(0.73) == pytest.approx(0.5) and dxalign.calibrate(-0.2) == 0.0
 
 
+@pytest.mark.slow
 def test_dxalign_backend_on_expert_pairs(dxalign: DxAlignScorer, shared_data: Path) -> None:
     with open(shared_data / "expert_scores" / "hare_expert_dev.tsv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
@@ -236,6 +237,7 @@ def test_calibrate_cli_searches_the_report_column(tmp_path: Path) -> None:
 # --- a run with and without references ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_run_fuses_the_report_side_only_for_items_with_a_reference(
     tmp_path: Path, tiles_dir: Path
 ) -> None:

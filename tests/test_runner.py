@@ -60,11 +60,6 @@ def ROI(sample_rois: tuple[Path, ...]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ROI2(sample_rois: tuple[Path, ...]) -> Path:
-    return sample_rois[1]
-
-
-@pytest.fixture(scope="module")
 def two_by_two(tmp_path_factory: pytest.TempPathFactory, CMU, ROI) -> tuple[Path, Path, object]:
     base = tmp_path_factory.mktemp("two")
     src = link(base / "slides", CMU, ROI)
@@ -141,8 +136,10 @@ def test_gate_on_a_run_directory(two_by_two) -> None:
     assert "0 deploy, 4 review, 0 reject, 0 failed" in res.output
 
 
-def test_killed_run_resumes_with_identical_results(tmp_path: Path, CMU, ROI, ROI2) -> None:
-    src = link(tmp_path / "slides", CMU, ROI, ROI2)
+@pytest.mark.slow
+def test_killed_run_resumes_with_identical_results(tmp_path: Path, two_by_two) -> None:
+    # the same items and subjects as two_by_two, whose uninterrupted run is the reference
+    src, uninterrupted, _ = two_by_two
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "pathgls", "benchmark", str(src), "--out", str(out)]
     for s in SUBJECTS:
@@ -162,19 +159,15 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path, CMU, ROI, ROI
         if proc.poll() is None:
             proc.kill()
     written = list(cards_dir.rglob("*.json"))
-    assert 1 <= len(written) < 6, "the kill came too late to test resuming"
+    assert 1 <= len(written) < 4, "the kill came too late to test resuming"
     for p in written:  # every card on disk is whole (atomic writes)
         json.loads(p.read_text())
     assert read_manifest(out).status == "running"
     resumed = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
-    assert resumed.skipped >= 1 and resumed.counts["ok"] == 6
+    assert resumed.skipped >= 1 and resumed.counts["ok"] == 4
     assert not list(out.rglob("*.tmp"))
     # identical results: the resumed run equals an uninterrupted one
-    fresh = tmp_path / "fresh"
-    run_benchmark(
-        source=src, config=load_config(run={"subjects": SUBJECTS}), out=fresh, plots=False
-    )
-    assert cards_by_key(out) == cards_by_key(fresh)
+    assert cards_by_key(out) == cards_by_key(uninterrupted)
 
 
 def test_bad_inputs_are_recorded_and_the_rest_completes(
@@ -302,6 +295,7 @@ def test_benchmark_cli_errors(tmp_path: Path, ROI) -> None:
     assert res.exit_code == 2
 
 
+@pytest.mark.slow
 def test_encoder_run_grounds_keeps_maps_and_reuses_bags(
     tmp_path: Path,
     tiny_clip: Path,

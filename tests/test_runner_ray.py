@@ -1,8 +1,10 @@
 """The Ray executor on a local Ray instance: the local executor's cards, failures recorded.
 
-Every Ray run here goes through ``run_benchmark`` with ``executor = "ray"`` in its config,
-which starts a local Ray (no dashboard) and shuts it down; a module fixture makes sure none is
-left behind.
+Every Ray run here goes through ``run_benchmark`` with ``executor = "ray"`` in its config.
+Starting Ray costs 5–10 s, so the suite starts it twice: the first test lets the run start its
+own local Ray and checks it is stopped afterwards; the others share one instance
+(:func:`shared_ray`), which a run uses as it is and leaves running, as documented. A module
+fixture makes sure none is left behind.
 """
 
 from __future__ import annotations
@@ -81,6 +83,28 @@ def no_ray_left() -> object:
         left = ray.is_initialized()
         ray.shutdown()
         assert not left, "a test left Ray initialised"
+
+
+@pytest.fixture(scope="module")
+def shared_ray() -> Iterator[object]:
+    """One local Ray for the tests after the first, as run_ray would start it, then stopped."""
+    import logging
+
+    ray = pytest.importorskip("ray")
+    from pathgls.runner.ray_executor import CPUS_PER_WORKER
+
+    assert not ray.is_initialized()
+    ray.init(
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}},
+        num_cpus=max(2 * CPUS_PER_WORKER, os.cpu_count() or 1),
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 def assert_same(actual: object, expected: object, *, path: str = "card") -> None:
@@ -171,6 +195,7 @@ def grounded(
     return {"src": src, "config": config, "local": local, "local_1t": local_1t}
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
     import ray
@@ -217,9 +242,10 @@ def test_ray_run_equals_local_run(grounded, tmp_path: Path) -> None:
     assert manifest.models.subjects == read_manifest(local.run_dir).models.subjects
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_records_failed_items_and_completes_the_rest(
-    tmp_path: Path, CMU: Path, broken_slide: Path
+    tmp_path: Path, CMU: Path, broken_slide: Path, shared_ray: object
 ) -> None:
     src = link(tmp_path / "slides", CMU, broken_slide)
     # a subject whose endpoint never answers (closed port; no retries, so no backoff waits)
@@ -254,7 +280,9 @@ def test_ray_records_failed_items_and_completes_the_rest(
 
 
 @needs_ray
-def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path, ROI: Path) -> None:
+def test_a_model_that_cannot_load_is_raised_with_its_type(
+    tmp_path: Path, ROI: Path, shared_ray: object
+) -> None:
     import ray
 
     config = load_config(
@@ -263,7 +291,9 @@ def test_a_model_that_cannot_load_is_raised_with_its_type(tmp_path: Path, ROI: P
     )
     with pytest.raises(ModelNotFoundError, match="no-such-clip"):  # as the local executor
         run_benchmark(source=ROI, config=config, out=tmp_path / "run")
-    assert not ray.is_initialized()
+    # a Ray the run did not start is used as it is and left running (the first test checks
+    # that a Ray the run starts itself is stopped)
+    assert ray.is_initialized()
     manifest = read_manifest(tmp_path / "run")  # an error, not an interruption: failed, with why
     assert manifest.status == "failed" and manifest.reason.startswith("ModelNotFoundError")
     assert not (tmp_path / "run" / "scorecards").exists()
@@ -296,10 +326,11 @@ def _busy_ray_workers() -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 @needs_ray
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
 def test_dead_worker_fails_its_item_and_the_run_goes_on(
-    tmp_path: Path, CMU: Path, sample_rois: tuple[Path, ...]
+    tmp_path: Path, CMU: Path, sample_rois: tuple[Path, ...], shared_ray: object
 ) -> None:
     # five items: when the first busy worker is killed, items are still waiting, so it is
     # replaced (the other worker cannot finish three items in the moment Ray needs to notice)

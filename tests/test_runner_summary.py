@@ -240,6 +240,21 @@ def test_write_summary_round_trips(cards: list[ScoreCard], tmp_path: Path) -> No
     assert sorted(p.name for p in out.iterdir()) == ["summary.csv", "summary.parquet"]
 
 
+def test_without_pyarrow_only_the_csv_is_written(
+    cards: list[ScoreCard], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    import logging
+
+    import pathgls.runner.summary as summary
+
+    monkeypatch.setattr(summary, "parquet_available", lambda: False)
+    with caplog.at_level(logging.INFO, logger="pathgls.runner.summary"):
+        paths = write_summary(summarise(cards, n_boot=200), out_dir=tmp_path)
+    assert paths == {"csv": tmp_path / "summary.csv"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.csv"]
+    assert "pip install 'pathgls[parquet]'" in caplog.text
+
+
 def test_write_summary_empty_table(tmp_path: Path) -> None:
     paths = write_summary(summarise([]), out_dir=tmp_path)
     assert list(pd.read_parquet(paths["parquet"]).columns) == EXPECTED_COLUMNS
@@ -357,6 +372,28 @@ def test_print_summary(cards: list[ScoreCard]) -> None:
     assert "missing for every subject: hare" in text
     assert "0.500 (n=1)" in text  # captioner logic: one value, no interval
     assert "[bold]odd" in text  # escaped, shown literally
+
+
+def test_print_summary_lists_subjects_in_rank_order() -> None:
+    full = ("grounding", "logic", "stability")
+    cards = [
+        _card(f"i{i}", subject, trust=t + i / 1000, **dict.fromkeys(full, t + i / 1000))
+        for subject, t in (("middle", 0.5), ("best", 0.95), ("aaa-worst", 0.05))
+        for i in range(3)
+    ]
+    cards.append(_card("i0", "zz-failed", status="failed"))
+    table = summarise(cards, n_boot=500)
+    console = Console(record=True, width=200)
+    print_summary(table.sort_values("subject"), console=console)  # whatever the table's order
+    lines = console.export_text().splitlines()
+    row_of = {
+        s: next(i for i, line in enumerate(lines) if f" {s} " in line) for s in table["subject"]
+    }
+    shown = sorted(row_of, key=row_of.__getitem__)
+    ranks = table.set_index("subject")["rank"]
+    assert (ranks["best"], ranks["middle"], ranks["aaa-worst"]) == (1, 2, 3)
+    # rank order, not the table's (by name); the unranked subject last
+    assert shown == ["best", "middle", "aaa-worst", "zz-failed"]
 
 
 def test_print_summary_empty() -> None:

@@ -395,3 +395,67 @@ def test_cuda_matches_cpu(tile_a, tile_b):
     assert diff.max() <= 1
     torch.testing.assert_close(gpu.stain_matrices, cpu.stain_matrices, atol=1e-4, rtol=0)
     assert torch.equal(gpu.factors, cpu.factors)
+
+
+# --- is the image H&E at all? -------------------------------------------------------------
+
+#: The real tiles (shared data) and what each is; the H&E ones include pen marks and thumbnails.
+STAIN_KINDS = {
+    "high-nuclei-score-level0.png": "he",
+    "medium-nuclei-score-level0.png": "he",
+    "low-nuclei-score-level0.png": "he",
+    "tissue-level0-4302-10273-4814-10785.png": "he",
+    "tissue-level0-7352-11762-7864-12274.png": "he",
+    "thumb-tcga-lung.png": "he",
+    "thumb-tcga-red-pen.png": "he",
+    "kidney-ihc-level0-310-500-360-530.png": "hematoxylin-only",  # DAB-negative IHC region
+    "almost-white-1.png": "too-little-tissue",
+    "no-tissue.png": "too-little-tissue",
+}
+
+
+def test_stain_kind_tells_he_from_ihc_on_real_images(tiles_dir, sample_ihc, cmu_slide) -> None:
+    import openslide
+
+    from pathgls.attacks.stain_kind import stain_kind
+
+    for name, expected in STAIN_KINDS.items():
+        kind = stain_kind(np.asarray(Image.open(tiles_dir / name).convert("RGB")))
+        assert kind.kind == expected, (name, kind)
+        assert (kind.warning is None) == (expected in ("he", "too-little-tissue")), name
+    ihc = stain_kind(np.asarray(Image.open(sample_ihc).convert("RGB")))
+    assert ihc.kind == "dab" and ihc.shares["brown"] > 0.5 and ihc.shares["pink"] < 0.05
+    assert "immunohistochemistry (DAB" in ihc.warning
+    with openslide.OpenSlide(str(cmu_slide)) as s:
+        thumb = np.asarray(s.get_thumbnail((512, 512)).convert("RGB"))
+    assert stain_kind(thumb).kind == "he"
+    with pytest.raises(ValueError, match="RGB"):
+        stain_kind(np.zeros((4, 4), dtype=np.uint8))
+
+
+def test_stain_attack_on_an_ihc_image_says_it_is_not_he(tiles_dir, sample_ihc, tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from pathgls.cli import app
+
+    res = CliRunner().invoke(
+        app, ["attack", "stain", str(sample_ihc), "--out", str(tmp_path / "a.png")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "looks like immunohistochemistry" in res.stderr
+    res = CliRunner().invoke(
+        app, ["attack", "stain", str(tiles_dir / TILE_A), "--out", str(tmp_path / "b.png")]
+    )
+    assert res.exit_code == 0 and "warning" not in res.stderr
+    # in a stability run, the card's stability module carries the warning
+    res = CliRunner().invoke(
+        app, ["stability", "--subject", "captioner", "--image", str(sample_ihc), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert any(
+        w.startswith("stain: the image looks like immunohistochemistry") for w in data["warnings"]
+    )
+    assert data["evidence"]["stain"]["kinds"] == ["dab"]

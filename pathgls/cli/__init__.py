@@ -8,7 +8,11 @@ May import: everything but :mod:`pathgls.testing`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from rich.markup import escape
+from typer.core import TyperArgument, TyperGroup
 
 from pathgls.cli import attack as _attack
 from pathgls.cli import benchmark as _benchmark
@@ -25,7 +29,57 @@ from pathgls.cli import meta as _meta
 from pathgls.cli import models as _models
 from pathgls.cli import report as _report
 
+
+def _plain(text: str | None) -> str | None:
+    """Help text as written: docstring ``code`` as `code`, brackets kept (rich markup off)."""
+    return None if text is None else escape(text.replace("``", "`"))
+
+
+def _tidy_help(command: Any) -> None:
+    """Help that reads as written, and option types only where they say something.
+
+    Typer renders help as rich markup, so ``[report]`` vanished and docstrings showed RST
+    ````code````; it prints each option's Python type, which is noise after a flag
+    (``--json <bool>``) and odd for a repeatable option (``<list[str]>``, now ``<str>``; its
+    help says it repeats). Applied to every command of the tree, the help options included.
+    """
+    from typer._click import Context
+
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+    command.help = _plain(command.help)
+    help_option = command.get_help_option(Context(command))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "help", None):
+            param.help = _plain(param.help)
+        if isinstance(param, TyperArgument):
+            if param.nargs != 1:  # ``names...``: one type, the name column says it repeats
+                shown = _element_type(param.display_type(Context(command)))
+                param.display_type_rich = lambda ctx, shown=shown: shown
+            continue
+        if param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""  # the flag's name says it all
+        elif getattr(param, "multiple", False):
+            param.metavar = _element_type(param.display_type(Context(command)))
+
+
+def _element_type(shown: str) -> str:
+    """``<list[str]>`` → ``<str>``."""
+    return "<" + shown.removeprefix("<list[").removesuffix("]>").strip("<>") + ">"
+
+
+class _Group(TyperGroup):
+    """The root command group: its whole tree gets :func:`_tidy_help`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _tidy_help(self)
+
+
 app = typer.Typer(
+    cls=_Group,
     name="pathgls",
     help="Trust scores for pathology VLM reports: Grounding, Logic, Stability, HARE.",
     no_args_is_help=True,

@@ -10,10 +10,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import ConfigError, PathGLSError
 
 Opt = typer.Option
+#: Where ``attack stain`` writes when ``--out`` is not given.
+ATTACK_DIR = Path("runs") / "attack"
 attack_app = typer.Typer(no_args_is_help=True, help="Attacks on the subject model.")
 
 
@@ -26,7 +29,12 @@ def register(app: typer.Typer) -> None:
 @attack_app.command("stain")
 def stain(
     image: Annotated[Path, typer.Argument(help="An RGB image (PNG/JPEG/TIFF).")],
-    out: Annotated[Path, Opt(help="Where to write the perturbed PNG.")],
+    out: Annotated[
+        Path | None,
+        Opt(
+            help="Where to write the perturbed PNG (default runs/attack/<image>-stain-<seed>.png)."
+        ),
+    ] = None,
     seed: Annotated[
         int | None, Opt(help="Seed of the H and E scale factors (default: run.seed, 0).")
     ] = None,
@@ -38,23 +46,38 @@ def stain(
     ] = None,
 ) -> None:
     """Macenko stain perturbation: H and E concentrations scaled by seeded U(0.7, 1.3) factors."""
-    from pathgls.attacks.stain import perturb_stain
     from pathgls.config import load_config
-    from pathgls.grounding.sources import load_roi_image
-    from pathgls.inspect.viz import save_png
 
     console = Console(stderr=True)
     try:
+        preflight.config_file(config)
+        preflight.image_file(image, what="image")
         cfg = load_config(config, run={"seed": seed})
         seed = cfg.run.seed
+    except PathGLSError as e:
+        fail(console, e)
+    out = out if out is not None else ATTACK_DIR / f"{image.stem}-stain-{seed}.png"
+    from pathgls.attacks.stain import perturb_stain
+    from pathgls.grounding.sources import load_roi_image
+    from pathgls.inspect.viz import save_png
+
+    try:
         img = load_roi_image(image)
         res = perturb_stain(
             images=img, image_ids=image_id or image.name, seed=seed, config=cfg.stain
         )
+        out.parent.mkdir(parents=True, exist_ok=True)
         save_png(out, res.images)
     except PathGLSError as e:
         fail(console, e)
+    except OSError as e:
+        fail(console, f"cannot write {out}: {e.strerror or e}")
     f = res.factors[0].tolist()
+    from pathgls.attacks.stain_kind import stain_kind
+
+    warning = stain_kind(img).warning
+    if warning:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if not bool(res.transformed[0]):
         console.print(f"[yellow]unchanged:[/] {escape(str(res.flags[0]))}", soft_wrap=True)
     console.print(f"H × {f[0]:.3f}, E × {f[1]:.3f} (seed {seed}) → {out}")
@@ -101,6 +124,13 @@ def stability(
     if (image is None) == (slide is None):
         fail(console, "give exactly one of --image or --slide")
     try:
+        preflight.config_file(config)
+        if image is not None:
+            preflight.image_file(image, what="ROI image")
+        if slide is not None:
+            preflight.existing_file(slide, what="slide")
+        if bag is not None:
+            preflight.feature_bag(bag)
         cfg = load_config(
             config,
             run={"attack": attack, "seed": seed, "mpp": mpp},
@@ -109,6 +139,13 @@ def stability(
             models={"nli": nli},
         )
         subject = subject or _one_subject(cfg.run.subjects)
+        preflight.check_config_models(
+            cfg,
+            subjects=[subject],
+            extractor=True,
+            embedder=cfg.stability.delta in ("dx", "embedding", "entity"),
+            nli=cfg.stability.delta == "nli",
+        )
         run, item = _run(cfg, subject, image, slide, bag, cache_dir, nli_given=nli is not None)
     except PathGLSError as e:
         fail(console, e)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import signal
 import tempfile
 import threading
@@ -65,6 +66,12 @@ VerifyOpt = Annotated[
         "feature bags, even when its size, mtime and header are unchanged.",
     ),
 ]
+
+
+def _config_file(path: Path | None) -> None:
+    from pathgls.cli.preflight import config_file
+
+    config_file(path)
 
 
 def register(app: typer.Typer) -> None:
@@ -150,6 +157,8 @@ def execute(
 
         def progress(item: Any, cards: list[Any], done: int, todo: int) -> None:
             bar.update(task, completed=done, total=todo, description=escape(item.item_id))
+            for card in cards:
+                log_card(card, done=done, todo=todo)
 
         return run_benchmark(
             source=source,
@@ -159,6 +168,32 @@ def execute(
             progress=progress,
             wait_s=None if wait else 0.0,
         )
+
+
+def log_card(card: Any, *, done: int, todo: int) -> None:
+    """One line per finished card in the run log (its errors and warnings on their own)."""
+    log = logging.getLogger("pathgls.cli.benchmark")
+    trust = "–" if card.trust is None else f"{card.trust:.3f}"
+    route = card.decision.route if card.decision is not None else card.status
+    values = ", ".join(
+        f"{name} {'missing' if m.value is None else f'{m.value:.3f}'}"
+        for name, m in sorted(card.modules.items())
+    )
+    log.info(
+        "[%d/%d] %s · %s: %s, trust %s → %s (%s)",
+        done,
+        todo,
+        card.item_id,
+        redact(card.subject),
+        card.status,
+        trust,
+        route,
+        values or "no module",
+    )
+    for error in card.errors:
+        log.error("%s · %s: %s", card.item_id, redact(card.subject), error.splitlines()[0])
+    for warning in card.warnings:
+        log.warning("%s · %s: %s", card.item_id, redact(card.subject), warning)
 
 
 @contextlib.contextmanager
@@ -205,9 +240,42 @@ def report_run(result: Any, console: Console) -> None:
     console.print(f"results: {escape(str(result.run_dir))} (scorecards/, summary.csv, plots/)")
 
 
+#: Where runs go when ``--out`` is not given: ``runs/<name of SLIDES>``.
+RUNS_DIR = Path("runs")
+
+
+def default_run_dir(source: Path) -> Path:
+    """``runs/<source name>`` (``runs/slides`` for ``slides/``, ``runs/x`` for ``x.svs``)."""
+    name = source.resolve().stem if source.name in ("", ".", "..") else source.stem
+    return RUNS_DIR / (name or "run")
+
+
+def check_run_inputs(
+    *, source: Path, run_config: Any, out: Path | None, references: Path | None = None
+) -> None:
+    """What a run reads and builds, checked before any heavy import.
+
+    Raises:
+        PathGLSError: a missing or empty slide source, a bad references table, a folder of
+            runs as ``out``, an unknown subject or encoder, a model not pulled.
+    """
+    from pathgls.cli import preflight
+    from pathgls.io.rundirs import check_new_run_dir
+
+    preflight.slides_source(source)
+    if references is not None:
+        preflight.text_file(references, what="references table")
+    if out is not None:
+        check_new_run_dir(out)
+    preflight.check_run_config(run_config)
+
+
 def benchmark(
     slides: Annotated[Path, Arg(help="A slide/ROI file or a folder searched recursively.")],
-    out: Annotated[Path, Opt(help="Run directory (created; a rerun resumes it).")],
+    out: Annotated[
+        Path | None,
+        Opt(help="Run directory (created; a rerun resumes it). Default: runs/<SLIDES name>."),
+    ] = None,
     subject: SubjectOpt = None,
     encoder: EncoderOpt = None,
     executor: Annotated[str | None, Opt(help="local (default) or ray.")] = None,
@@ -243,7 +311,9 @@ def benchmark(
     Exits 1 when no item at all could be evaluated, 2 on a usage or model error.
     """
     console = Console(stderr=True)
+    out = out if out is not None else default_run_dir(slides)
     try:
+        _config_file(config)
         run_config = build_run_config(
             config=config,
             subjects=subject,
@@ -260,6 +330,7 @@ def benchmark(
             workers=workers,
             verify=verify,
         )
+        check_run_inputs(source=slides, run_config=run_config, out=out, references=references)
         result = execute(
             source=slides,
             run_config=run_config,
@@ -302,15 +373,16 @@ def evaluate(
     """Evaluate one slide or ROI and print its ScoreCard(s) as JSON (local executor)."""
     import dataclasses
 
-    from pathgls.runner.items import discover
-    from pathgls.runner.local import run_local
-    from pathgls.runner.store import ResultsStore
-
     console = Console(stderr=True)
     if not item.is_file():
         fail(console, f"{item}: no such file")
     cards: list[Any] = []
     try:
+        _config_file(config)
+        if reference is not None:
+            from pathgls.cli.preflight import text_file
+
+            text_file(reference, what="reference report")
         run_config = build_run_config(
             config=config,
             subjects=subject,
@@ -323,6 +395,11 @@ def evaluate(
             subject_timeout=subject_timeout,
             subject_retries=subject_retries,
         )
+        check_run_inputs(source=item, run_config=run_config, out=out)
+        from pathgls.runner.items import discover
+        from pathgls.runner.local import run_local
+        from pathgls.runner.store import ResultsStore
+
         (work,) = discover(item)
         if reference is not None:
             from pathgls.text.clean import clean_report

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import CalibrationError, ConfigError, PathGLSError
+from pathgls.io.rundirs import check_run_dir
 
 if TYPE_CHECKING:  # pathgls.meta imports scipy.stats (~1 s): only when the command runs
     from pathgls.meta.calibrate import (
@@ -53,6 +54,7 @@ def load_rows(source: Path, *, labels: Path | None, console: Console) -> list[Va
         return read_validation_table(source)
     if not source.is_dir():
         raise CalibrationError(f"{source}: no such file or directory")
+    check_run_dir(source)
     if labels is None:
         raise CalibrationError(
             f"{source} is a run directory: pass --labels (TSV with item_id, label[, subject])"
@@ -85,6 +87,20 @@ def load_rows(source: Path, *, labels: Path | None, console: Console) -> list[Va
             "subject where the labels have a subject column)"
         )
     return joined.rows
+
+
+def _check_source(source: Path, *, labels: Path | None) -> None:
+    """The table, or the run directory and its labels, exist and are what they should be."""
+    from pathgls.cli.preflight import text_file
+
+    if source.is_file():
+        text_file(source, what="validation table")
+    elif source.is_dir():
+        check_run_dir(source)
+    else:
+        raise CalibrationError(f"{source}: no such file or directory")
+    if labels is not None:
+        text_file(labels, what="labels table")
 
 
 def _num(x: float | None, fmt: str = ".3f") -> str:
@@ -153,14 +169,39 @@ def _nan(v: Any) -> bool:
 
 
 def fusion_weights(search: WeightSearchResult) -> dict[str, float]:
-    """The searched weights, plus the default weight (same scale) of every module not searched."""
+    """The searched weights and the default weight of every module not searched, summing to 1.
+
+    A module the rows never scored (the report side, when no item had a reference) keeps its
+    default weight relative to the searched ones (report : PathGLS modules = 0.4 : 1), so it
+    is still fused where a later run has it. Weights are relative (the trust renormalises
+    them over the modules an item has), so they are written scaled to sum to 1 (they once
+    summed to 1.4, which read as a bug).
+    """
     from pathgls.meta.calibrate import DEFAULT_WEIGHTS
 
     searched = dict(search.weights)
     base = sum(DEFAULT_WEIGHTS[m] for m in searched)
     scale = sum(searched.values()) / base if base > 0 else 1.0
-    rest = {m: round(w * scale, 10) for m, w in DEFAULT_WEIGHTS.items() if m not in searched}
-    return searched | rest
+    rest = {m: w * scale for m, w in DEFAULT_WEIGHTS.items() if m not in searched}
+    weights = searched | rest
+    total = sum(weights.values())
+    return {m: round(w / total, 6) for m, w in weights.items()}
+
+
+def _weight_notes(weights: dict[str, float]) -> list[str]:
+    """Comment lines: each module's share of the trust without and with a reference."""
+    from pathgls.config import REFERENCE_MODULES
+
+    base = {m: w for m, w in weights.items() if m not in REFERENCE_MODULES}
+    total = sum(base.values())
+    lines = ["weights are relative: an item's trust renormalises them over the modules it has"]
+    if total > 0:
+        shares = ", ".join(f"{m} {w / total:.2f}" for m, w in base.items())
+        lines.append(f"without a reference report: {shares}")
+    for m in REFERENCE_MODULES:
+        if weights.get(m):
+            lines.append(f"with one, {m} carries {weights[m] / sum(weights.values()):.2f}")
+    return lines
 
 
 def calibration_toml(
@@ -176,9 +217,8 @@ def calibration_toml(
     It is a pathgls config file (``[calibration]`` is a note table loaders skip), so
     ``pathgls benchmark --config`` can use it too.
 
-    ``[fusion.weights]`` holds the searched weights; a module the rows never scored (the
-    report side, when no item had a reference) keeps its default weight on the same scale, so
-    it is still fused where a later run has it.
+    ``[fusion.weights]`` holds :func:`fusion_weights` (summing to 1; comment lines give each
+    module's share of the trust without and with a reference).
 
     ``[gate]`` holds ``deploy`` when the target precision is reachable (rounded down to 6
     decimals, so the item at the threshold still deploys whatever the float rounding of the
@@ -216,9 +256,9 @@ def calibration_toml(
     if gate:
         data["gate"] = gate
     data["calibration"] = {k: v for k, v in provenance.items() if not _nan(v)}
-    return "# written by pathgls calibrate; use with: pathgls gate RUN_DIR --config FILE\n" + (
-        tomli_w.dumps(data)
-    )
+    header = ["written by pathgls calibrate; use with: pathgls gate RUN_DIR --config FILE"]
+    notes = "".join(f"# {line}\n" for line in (*header, *_weight_notes(weights)))
+    return notes + tomli_w.dumps(data)
 
 
 def calibrate(
@@ -252,6 +292,11 @@ def calibrate(
     Weights maximise Spearman ρ(trust, label) on a simplex grid; the deploy threshold is the
     lowest trust (under those weights) whose deployed items reach the target precision.
     """
+    console = Console(stderr=True)
+    try:  # before scipy & co are imported: a bad source fails at once
+        _check_source(source, labels=labels)
+    except PathGLSError as e:
+        fail(console, e)
     from pathgls.meta.calibrate import (
         ablation,
         thresholds_for_precision,
@@ -259,7 +304,6 @@ def calibrate(
         weight_search,
     )
 
-    console = Console(stderr=True)
     try:
         rows = load_rows(source, labels=labels, console=console)
         search = weight_search(rows=rows, step=step, min_weight=min_weight)

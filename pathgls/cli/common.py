@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +59,14 @@ class _RedactingFormatter(logging.Formatter):
 
 @contextlib.contextmanager
 def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
-    """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``."""
+    """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``.
+
+    The log opens with the command line and the pathgls version and closes with how the
+    command ended and how long it took; what the stages log (each item's outcome, warnings,
+    errors) comes in between.
+    """
+    from pathgls import __version__
+
     logs = out_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
@@ -67,12 +76,24 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
     old_level = root.level
     root.setLevel(logging.INFO)
     root.addHandler(handler)
+    log = logging.getLogger(f"pathgls.cli.{command}")
+    log.info("pathgls %s %s in %s: %s", __version__, command, out_dir, shlex.join(sys.argv))
+    t0 = time.perf_counter()
     try:
         yield path
+    except (Exception, KeyboardInterrupt) as e:
+        log.error("%s stopped after %.1f s: %s: %s", command, _since(t0), type(e).__name__, e)
+        raise
+    else:
+        log.info("%s finished in %.1f s", command, _since(t0))
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
+
+
+def _since(t0: float) -> float:
+    return time.perf_counter() - t0
 
 
 #: How a score computed with random test weights is marked wherever the console shows it.

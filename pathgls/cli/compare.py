@@ -19,6 +19,7 @@ from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import NoScoreCardsError, PathGLSError
+from pathgls.io.rundirs import check_run_dir
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -118,13 +119,15 @@ def compare(
     On trust, each pair is compared on the modules both subjects were scored on, item by item
     (the matched trust, named for each pair), with each one's full trust and coverage beside.
     """
+    console = Console(stderr=True)
+    try:
+        check_run_dir(run)
+    except PathGLSError as e:
+        fail(console, e)
     from pathgls.meta.compare import CompareConfig, compare_subjects
     from pathgls.runner.store import ResultsStore
 
-    console = Console(stderr=True)
     try:
-        if not run.is_dir():
-            raise NoScoreCardsError(f"{run}: not a run directory")
         store = ResultsStore(run)
         cards = store.load_cards()
         if not cards:

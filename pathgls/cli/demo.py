@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.rundirs import check_new_run_dir
 
 #: The demo's inputs: a real H&E slide region and a real IHC image (see ``pathgls data list``).
 DEMO_SAMPLES = ("cmu-small-region", "ihc")
@@ -149,6 +151,10 @@ def demo(
 
     console = Console(stderr=True)
     try:
+        preflight.config_file(config)
+        check_new_run_dir(out)
+        run_config = load_config(config)
+        preflight.check_config_models(run_config, nli=True, extractor=True, embedder=True)
         examples = example_subject(out)
         run_config = load_config(config, run={"subjects": (examples, *DEMO_SUBJECTS)})
         with console.status("fetching the sample data (real H&E slide region, real IHC image)"):
@@ -156,7 +162,8 @@ def demo(
         inputs = link_inputs(paths, out / "inputs")
         write_crops(paths[0], inputs)
         encoder, why = real_encoder()
-        console.print(f"grounding: {escape(why)}", soft_wrap=True)
+        if encoder is not None:  # without one, S_g missing is explained once, under the table
+            console.print(f"grounding: {escape(why)}", soft_wrap=True)
         console.print(f"subject {escape(examples)}: {EXAMPLES_LABEL}", soft_wrap=True)
         run_config = dataclasses.replace(
             run_config, encoder=dataclasses.replace(run_config.encoder, name=encoder)

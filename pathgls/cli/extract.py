@@ -12,9 +12,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.config import DEFAULT_ENCODER, load_config, save_effective_config
 from pathgls.errors import PathGLSError
+from pathgls.io.rundirs import check_new_run_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -71,12 +73,14 @@ def extract(
     sample: Annotated[str | None, Opt(help="Use a sample slide (see `pathgls data list`).")] = None,
 ) -> None:
     """Tile slides at --mag, encode HighRes windows, write one HDF5 feature bag per slide."""
-    from pathgls.encoders import build_encoder
-    from pathgls.features.extract import ExtractResult, extract_slides
-    from pathgls.tiling import find_slides
-
     console = Console(stderr=True)
-    try:
+    try:  # inputs, config and encoder first: no heavy import before they are known to be good
+        preflight.config_file(config)
+        if (slides is None) == (sample is None):
+            fail(console, "give either SLIDES or --sample NAME")
+        if slides is not None:
+            preflight.slides_source(slides)
+        check_new_run_dir(out)
         cfg = load_config(
             config,
             tiling={
@@ -95,16 +99,23 @@ def extract(
         )
         if cfg.encoder.name is None:
             cfg = replace(cfg, encoder=replace(cfg.encoder, name=DEFAULT_ENCODER))
-        if (slides is None) == (sample is None):
-            fail(console, "give either SLIDES or --sample NAME")
+        preflight.check_config_models(cfg, encoder=True)
         if sample is not None:
             from pathgls.io.samples import sample_path
 
             paths = [sample_path(sample)]
-        else:
-            paths = find_slides(slides)
     except PathGLSError as e:
         fail(console, e)
+    from pathgls.encoders import build_encoder
+    from pathgls.features.extract import ExtractResult, extract_slides
+
+    if slides is not None:
+        from pathgls.tiling import find_slides
+
+        try:
+            paths = find_slides(slides)
+        except PathGLSError as e:
+            fail(console, e)
     out.mkdir(parents=True, exist_ok=True)
     save_effective_config(cfg, out, name="extract-config")
     with run_logging(out, "extract") as log_path:

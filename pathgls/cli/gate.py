@@ -14,6 +14,7 @@ from rich.table import Table
 
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
+from pathgls.io.rundirs import check_run_dir
 from pathgls.types import ScoreCard
 
 Arg = typer.Argument
@@ -197,6 +198,10 @@ def gate(
 
     console = Console(stderr=True)
     try:
+        if config is not None:
+            from pathgls.cli.preflight import config_file
+
+            config_file(config)
         fusion_cfg, gate_cfg = _configs(
             config=config,
             weights=weights,
@@ -205,10 +210,9 @@ def gate(
             reference_penalties=reference_penalties,
             required=require,
         )
-    except ConfigError as e:
+        check_run_dir(run_dir, cards_folder=True)
+    except PathGLSError as e:
         fail(console, e)
-    if not run_dir.is_dir():
-        fail(console, f"{run_dir}: not a directory")
     out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
     rows: list[dict[str, Any]] = []
     errors = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,9 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.config import PathGLSConfig
 from pathgls.errors import PathGLSError
+from pathgls.io.sniff import read_text_bytes
 
 Opt = typer.Option
 
@@ -77,7 +80,10 @@ def ground(
             "that only one grounded entity has (case-insensitive)."
         ),
     ] = None,
-    out: Annotated[Path | None, Opt(help="PNG path of the heat map.")] = None,
+    out: Annotated[
+        Path | None,
+        Opt(help="PNG path of the heat map (default runs/ground/<report>-<entity>.png)."),
+    ] = None,
     thumbnail_size: Annotated[int, Opt(help="Longest side of the heat-map thumbnail.")] = 1024,
     as_json: Annotated[bool, Opt("--json", help="Print the ModuleScore as JSON.")] = False,
 ) -> None:
@@ -88,9 +94,12 @@ def ground(
         fail(console, "give exactly one of --bag, --image or --slide with --region")
     if region is not None and slide is None:
         fail(console, "--region needs --slide")
-    if (heatmap is None) != (out is None):
-        fail(console, "--heatmap ENTITY and --out PNG go together")
-    try:
+    if out is not None and heatmap is None:
+        fail(console, "--out is the heat map's PNG: give --heatmap ENTITY with it")
+    if heatmap is not None and out is None:
+        out = default_heatmap_path(report, heatmap)
+    try:  # inputs, config and models first: no heavy import before they are known to be good
+        _check_inputs(report=report, bag=bag, image=image, slide=slide, config=config)
         request = GroundRequest(
             report=report,
             bag=bag,
@@ -110,6 +119,10 @@ def ground(
             device=device,
             mpp=mpp,
         )
+        preflight.check_config_models(cfg, encoder=True, extractor=True)
+    except PathGLSError as e:
+        fail(console, e)
+    try:
         result, thumb = run_ground(request, cfg)
         if geojson is not None and result.score.value is not None:
             from pathgls.inspect.geojson import grounding_geojson, write_geojson
@@ -117,11 +130,38 @@ def ground(
             write_geojson(geojson, grounding_geojson(result.score.evidence))
             console.print(f"GeoJSON → {geojson}")
         if heatmap is not None and out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
             _draw(result, thumb, heatmap, out)
             console.print(f"heat map of {heatmap!r} → {out}")
     except (PathGLSError, KeyError) as e:
         fail(console, e if isinstance(e, PathGLSError) else str(e.args[0]))
+    except OSError as e:
+        fail(console, f"cannot write {e.filename or out}: {e.strerror or e}")
     _print(result.score, as_json)
+
+
+#: Where heat maps go when ``--out`` is not given.
+HEATMAP_DIR = Path("runs") / "ground"
+
+
+def default_heatmap_path(report: Path, entity: str) -> Path:
+    """``runs/ground/<report>-<entity>.png`` (the entity's words joined by '-')."""
+    slug = "-".join(re.findall(r"[A-Za-z0-9]+", entity.lower()))[:60] or "entity"
+    return HEATMAP_DIR / f"{report.stem}-{slug}.png"
+
+
+def _check_inputs(
+    *, report: Path, bag: Path | None, image: Path | None, slide: Path | None, config: Path | None
+) -> None:
+    """The files exist and are what they should be (no heavy import)."""
+    preflight.config_file(config)
+    preflight.text_file(report, what="report")
+    if bag is not None:
+        preflight.feature_bag(bag)
+    if image is not None:
+        preflight.image_file(image, what="ROI image")
+    if slide is not None:
+        preflight.existing_file(slide, what="slide")
 
 
 @dataclass(frozen=True)
@@ -196,7 +236,8 @@ def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Backgro
     if not request.report.is_file():
         raise PathGLSError(f"{request.report}: no such file")
     analyzed = analyze_report(
-        request.report.read_bytes(), extractor=build_extractor(cfg.models.extractor)
+        read_text_bytes(request.report, what="report"),
+        extractor=build_extractor(cfg.models.extractor),
     )
     enc, foils = load_grounding_models(cfg)
     gc = cfg.grounding

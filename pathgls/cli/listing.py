@@ -16,43 +16,30 @@ from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
+from pathgls.errors import PathGLSError
 from pathgls.registry import Registry, RegistryEntry
 
 
 def registries() -> dict[str, Registry[Any]]:
-    """Every registry of pathgls by kind, in pipeline order (imports their backends)."""
-    from pathgls.baselines.report_side import REPORT_SIDE
-    from pathgls.encoders import ENCODERS
-    from pathgls.hare.models import HARE_EMBEDDERS, HARE_RELATIONS
-    from pathgls.meta.metrics import METRICS
-    from pathgls.nli import NLI_BACKENDS
-    from pathgls.stability.delta import DELTA_BACKENDS
-    from pathgls.subjects import SUBJECTS
-    from pathgls.text import EXTRACTORS
-    from pathgls.text.embedders import EMBEDDERS
+    """Every live registry of pathgls by kind, in pipeline order (imports their backends)."""
+    from pathgls.cli.catalog import live_registries
 
-    ordered = (
-        ENCODERS,
-        EXTRACTORS,
-        NLI_BACKENDS,
-        EMBEDDERS,
-        SUBJECTS,
-        DELTA_BACKENDS,
-        HARE_RELATIONS,
-        HARE_EMBEDDERS,
-        REPORT_SIDE,
-        METRICS,
-    )
-    return {r.kind: r for r in ordered}
+    return live_registries()
 
 
-def all_entries(kind: str | None = None) -> list[RegistryEntry[Any]]:
+def all_entries(
+    kind: str | None = None, *, found: dict[str, Registry[Any]] | None = None
+) -> list[RegistryEntry[Any]]:
     """The entries of every registry (or of ``kind``), grouped by registry.
+
+    Args:
+        kind: One registry's kind (None: all).
+        found: The registries to list (default: the live ones, see :func:`registries`).
 
     Raises:
         ValueError: an unknown kind (the message lists the kinds).
     """
-    found = registries()
+    found = registries() if found is None else found
     if kind is not None and kind not in found:
         raise ValueError(f"unknown registry kind {kind!r}; kinds: {', '.join(found)}")
     chosen = [found[kind]] if kind is not None else list(found.values())
@@ -72,10 +59,14 @@ def list_command(
     weights are a Hugging Face repo id (``org/name[@revision]``) or a local path (``dir:<path>``
     or starting with /, ./, ../, ~).
     """
-    try:
-        entries = all_entries(kind)
+    from pathgls.cli.catalog import load_catalog
+
+    try:  # the shipped copy of the registries: no backend (torch, spaCy, ...) is imported
+        entries = all_entries(kind, found=load_catalog())
     except ValueError as e:
         fail(Console(stderr=True), str(e))
+    except PathGLSError as e:
+        fail(Console(stderr=True), e)
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
         return

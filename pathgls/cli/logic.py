@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.sniff import read_text_bytes
 from pathgls.io.tables import read_table
 
 Opt = typer.Option
@@ -25,11 +27,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _read_reports(path: Path, column: str | None, id_column: str) -> list[tuple[str, bytes | str]]:
-    """(id, report) items from a report file, or from a TSV with one report per row."""
-    if not path.is_file():
-        raise PathGLSError(f"{path}: no such file")
+    """(id, report) items from a report file, or from a TSV with one report per row.
+
+    Raises:
+        NotTextError: the file is missing, a folder, or not text (an image, a PDF, ...).
+        TableError: a TSV/CSV that cannot be read as a table.
+        PathGLSError: no report column.
+    """
     if path.suffix.lower() not in (".tsv", ".csv"):
-        return [(path.stem, path.read_bytes())]
+        return [(path.stem, read_text_bytes(path, what="report"))]
     table = read_table(path, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
     fields = list(table.columns)
     col = column or next((c for c in ("candidate", "report", "text") if c in fields), None)
@@ -67,15 +73,21 @@ def logic(
 ) -> None:
     """Logic score S_l: do the report's findings contradict its diagnosis?"""
     from pathgls.config import load_config
+
+    console = Console(stderr=True)
+    try:  # inputs and specs first: no heavy import before they are known to be good
+        preflight.config_file(config)
+        cfg = load_config(config, models={"nli": nli, "extractor": extractor})
+        items = _read_reports(report, column, id_column)
+        preflight.check_config_models(cfg, nli=True, extractor=True)
+    except PathGLSError as e:
+        fail(console, e)
     from pathgls.evidence import LogicEvidence
     from pathgls.logic import logic_score
     from pathgls.nli import build_nli
     from pathgls.text import analyze_report, build_extractor
 
-    console = Console(stderr=True)
     try:
-        cfg = load_config(config, models={"nli": nli, "extractor": extractor})
-        items = _read_reports(report, column, id_column)
         ext = build_extractor(cfg.models.extractor)
         scorer = build_nli(cfg.models.nli)
     except PathGLSError as e:
@@ -140,15 +152,18 @@ def entities(
     as_json: Annotated[bool, Opt("--json", help="Print the report graph as JSON.")] = False,
 ) -> None:
     """Entities (type, section, negation, uncertainty) and relations of a report."""
+    console = Console(stderr=True)
+    try:
+        data = read_text_bytes(report, what="report")
+        preflight.check_spec("extractor", extractor)
+    except PathGLSError as e:
+        fail(console, e)
     from pathgls.text import analyze_report, build_extractor
     from pathgls.text.graph import graph_to_json
 
-    console = Console(stderr=True)
     try:
-        if not report.is_file():
-            raise PathGLSError(f"{report}: no such file")
         ext = build_extractor(extractor)
-        analyzed = analyze_report(report.read_bytes(), extractor=ext)
+        analyzed = analyze_report(data, extractor=ext)
     except PathGLSError as e:
         fail(console, e)
     if as_json:

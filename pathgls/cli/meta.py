@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pathgls.cli import preflight
 from pathgls.cli.common import fail, progress_bar
-from pathgls.errors import PathGLSError
+from pathgls.errors import PathGLSError, SameInputError
+from pathgls.io.sniff import read_text_bytes
 from pathgls.io.tables import read_table
 
 Opt = typer.Option
@@ -24,24 +26,45 @@ def register(app: typer.Typer) -> None:
     app.command("meta")(meta)
 
 
-def read_reports(path: Path, *, column: str | None = None) -> list[tuple[str, str]]:
+#: Report columns looked for, in order, when none is given: the references' and candidates'.
+REFERENCE_COLUMNS = ("reference", "report", "text")
+CANDIDATE_COLUMNS = ("candidate", "report", "text")
+
+
+def read_reports(
+    path: Path,
+    *,
+    column: str | None = None,
+    prefer: tuple[str, ...] = ("report", "text", "reference", "candidate"),
+) -> tuple[list[tuple[str, str]], str | None]:
     """(id, report) items from a text file, a directory of .txt/.md files, or a TSV/CSV/JSONL.
 
+    Args:
+        path: The file or folder.
+        column: The report column (key) of a table (JSONL); None: the first of ``prefer``.
+        prefer: Columns looked for when ``column`` is None.
+
+    Returns:
+        The items and the column (key) they were read from (None for text files).
+
     Raises:
+        NotTextError: a file that is not text (an image, a PDF, a spreadsheet, ...).
         PathGLSError: nothing readable there, or no report column.
     """
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".txt", ".md"))
         if not files:
             raise PathGLSError(f"{path}: no .txt or .md report in this directory")
-        return [(p.stem, p.read_text(encoding="utf-8", errors="replace")) for p in files]
+        return [(p.stem, _text(p)) for p in files], None
     if not path.is_file():
         raise PathGLSError(f"{path}: no such file or directory")
     suffix = path.suffix.lower()
-    names = (column,) if column else ("report", "text", "reference", "candidate")
+    names = (column,) if column else prefer
     if suffix == ".jsonl":
         items = []
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        lines = _text(path, what="JSONL file").splitlines()
+        key = None
+        for i, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -52,36 +75,78 @@ def read_reports(path: Path, *, column: str | None = None) -> list[tuple[str, st
             if key is None:
                 raise PathGLSError(f"{path}:{i}: no report key (tried {', '.join(names)})")
             items.append((str(obj.get("id", obj.get("case_id", i))), str(obj[key])))
-        return items
+        return items, key
     if suffix in (".tsv", ".csv"):
         table = read_table(path, what="reports")
         key = next((c for c in names if c in table.columns), None)
         if key is None:
             raise PathGLSError(f"{path}: no report column (tried {', '.join(names)})")
-        return [(r.get("case_id") or str(i), r[key] or "") for i, r in enumerate(table.rows)]
-    return [(path.stem, path.read_text(encoding="utf-8", errors="replace"))]
+        rows = [(r.get("case_id") or str(i), r[key] or "") for i, r in enumerate(table.rows)]
+        return rows, key
+    return [(path.stem, _text(path))], None
+
+
+def _text(path: Path, *, what: str = "report") -> str:
+    return read_text_bytes(path, what=what).decode("utf-8", errors="replace")
+
+
+def check_not_same(refs: Path, ref_col: str | None, cands: Path, cand_col: str | None) -> None:
+    """Refuse references and candidates read from the same column of the same file.
+
+    Raises:
+        SameInputError: every pair would be a report against itself (HARE 1.0 by construction).
+    """
+    try:
+        same_file = refs.resolve() == cands.resolve()
+    except OSError:
+        same_file = False
+    if same_file and ref_col == cand_col:
+        where = f"column {ref_col!r} of {refs}" if ref_col else str(refs)
+        raise SameInputError(
+            f"--refs and --cands both read {where}: every report would be scored against "
+            "itself (1.0 by construction); name the columns with --ref-column and --cand-column"
+        )
 
 
 def hare(
     refs: Annotated[Path, Opt(help="Reference report(s): file, directory, TSV/CSV/JSONL.")],
     cands: Annotated[Path, Opt(help="Candidate report(s), aligned with --refs.")],
-    ref_column: Annotated[str | None, Opt(help="Report column of a --refs table.")] = None,
-    cand_column: Annotated[str | None, Opt(help="Report column of a --cands table.")] = None,
+    ref_column: Annotated[
+        str | None, Opt(help="Report column of a --refs table (default: reference/report/text).")
+    ] = None,
+    cand_column: Annotated[
+        str | None,
+        Opt(help="Report column of a --cands table (default: candidate/report/text)."),
+    ] = None,
     negation_aware: Annotated[
         bool, Opt(help="A negated/affirmed entity pair never matches.")
     ] = False,
     as_json: Annotated[bool, Opt("--json", help="One JSON object per pair.")] = False,
 ) -> None:
-    """HARE: entity soft-F1 and relation F1 of candidates against references (offline models)."""
+    """HARE: entity soft-F1 and relation F1 of candidates against references (offline models).
+
+    A table given to both --refs and --cands is read from its reference and candidate columns
+    (or --ref-column / --cand-column); the same column for both is refused.
+    """
+    console = Console(stderr=True)
+    try:
+        r, ref_col = read_reports(refs, column=ref_column, prefer=REFERENCE_COLUMNS)
+        c, cand_col = read_reports(cands, column=cand_column, prefer=CANDIDATE_COLUMNS)
+        check_not_same(refs, ref_col, cands, cand_col)
+        if len(r) != len(c):
+            raise PathGLSError(f"{len(r)} references but {len(c)} candidates: align them")
+    except PathGLSError as e:
+        fail(console, e)
+    if r and all(a.strip() == b.strip() for (_, a), (_, b) in zip(r, c, strict=True)):
+        console.print(
+            f"[yellow]warning:[/] each of the {len(r)} candidate(s) is identical to its "
+            "reference: HARE is 1.0 by construction",
+            soft_wrap=True,
+        )
     from pathgls.hare.metric import HareConfig
     from pathgls.hare.models import build_hare_models, score_pairs
 
-    console = Console(stderr=True)
     try:
-        r = read_reports(refs, column=ref_column)
-        c = read_reports(cands, column=cand_column)
-        if len(r) != len(c):
-            raise PathGLSError(f"{len(r)} references but {len(c)} candidates: align them")
         cfg = HareConfig(negation_aware=negation_aware)
         results = score_pairs(
             references=[t for _, t in r],
@@ -130,14 +195,20 @@ def meta(
     """Correlate metrics with expert scores (published protocol) and print the table."""
     from dataclasses import asdict
 
-    from pathgls.meta.correlate import correlate, read_expert_table, scatter_plot
-    from pathgls.meta.metrics import METRICS, compute_metrics
-
     console = Console(stderr=True)
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     try:
+        if not names:
+            raise PathGLSError("--metrics names no metric")
         for n in names:
-            METRICS.get(n)
+            preflight.check_spec("metric", n)
+        preflight.text_file(table_path, what="expert table")
+    except PathGLSError as e:
+        fail(console, e)
+    from pathgls.meta.correlate import correlate, read_expert_table, scatter_plot
+    from pathgls.meta.metrics import compute_metrics
+
+    try:
         rows, notes = read_expert_table(table_path, score=score_column)
         for n in notes:
             console.print(f"[yellow]skipped[/] {escape(n)}", soft_wrap=True)

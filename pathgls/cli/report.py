@@ -1,4 +1,4 @@
-"""``pathgls report RUN --out report.html``: the run as one self-contained HTML page.
+"""``pathgls report RUN [--out FILE]``: the run as one self-contained HTML page.
 
 The page is :func:`pathgls.inspect.run_report.write_run_report`; this module parses the options
 and prints where it was written.
@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.rundirs import check_run_dir
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -27,15 +28,20 @@ def register(app: typer.Typer) -> None:
 
 def report(
     run: Annotated[Path, Arg(help="Run directory (of `pathgls benchmark` or `pathgls demo`).")],
-    out: Annotated[Path, Opt(help="HTML file to write.")] = Path("report.html"),
+    out: Annotated[Path | None, Opt(help="HTML file to write (default: RUN/report.html).")] = None,
     failures: Annotated[int, Opt(help="Lowest-trust items in the failure gallery.")] = 6,
 ) -> None:
     """Write the run's HTML report: config, subjects, comparison, gate, failure gallery."""
-    from pathgls.inspect.run_report import RunReportConfig, write_run_report
-
     console = Console(stderr=True)
     try:
-        path = write_run_report(run_dir=run, out=out, config=RunReportConfig(failures=failures))
+        check_run_dir(run)
+    except PathGLSError as e:
+        fail(console, e)
+    from pathgls.inspect.run_report import RunReportConfig, write_run_report
+
+    try:
+        target = out if out is not None else run / "report.html"
+        path = write_run_report(run_dir=run, out=target, config=RunReportConfig(failures=failures))
     except PathGLSError as e:
         fail(console, e)
     Console().print(f"run report: {escape(str(path.resolve()))}", soft_wrap=True)

@@ -199,11 +199,13 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The tables of a TOML file.
 
     Raises:
-        ConfigError: the file cannot be read or is not valid TOML.
+        ConfigError: the file cannot be read, is not UTF-8 text, or is not valid TOML.
     """
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
+    except UnicodeDecodeError as e:  # a binary file (an image, a bag) given as the config
+        raise ConfigError(f"cannot read config file {path}: not UTF-8 text ({e.reason})") from e
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from e
 

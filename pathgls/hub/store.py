@@ -85,6 +85,11 @@ def find_model(
         if revision is None or revision_matches(location_source(candidate)[1], revision):
             return candidate
         logger.debug("%s holds another revision than %s", candidate, revision)
+    from huggingface_hub import constants
+
+    sep = constants.REPO_ID_SEPARATOR  # the cache's layout: <cache>/models--<org>--<name>
+    if not (Path(constants.HF_HUB_CACHE) / sep.join(["models", *repo_id.split("/")])).is_dir():
+        return None  # not cached: no need to import the hub client (~0.5 s) to learn it
     try:
         from huggingface_hub import snapshot_download
 

@@ -7,6 +7,7 @@ that did not run is shown with its ``missing_reason``: missing evidence never ra
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import textwrap
@@ -78,6 +79,17 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunView:
     """
     import pandas as pd
 
+    from pathgls.errors import SeveralRunsError
+    from pathgls.io.rundirs import runs_below
+
+    runs = runs_below(run_dir) if not (Path(run_dir) / "scorecards").is_dir() else []
+    if runs:  # a folder of runs (runs/ instead of runs/demo): say which
+        raise SeveralRunsError(
+            f"{run_dir} holds {len(runs)} runs, not one: "
+            + ", ".join(str(r) for r in runs[:5])
+            + "; point PATHGLS_RUN_DIR (or load_run) at one of them",
+            runs=runs,
+        )
     store = ResultsStore(run_dir)
     cards, unreadable = [], []
     for path, card, error in store.iter_cards():
@@ -124,16 +136,42 @@ def _title(card: ScoreCard) -> str:
     return f"{card.item_id} · {card.subject}"
 
 
-def _item_image(card: ScoreCard, max_side: int) -> tuple[np.ndarray, tuple[int, int]]:
+def item_path(card: ScoreCard, run_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The card's slide or ROI file, also when the run named it relative to another folder.
+
+    A run records the item as it was given (``runs/demo/inputs/ihc.png``, relative to the
+    folder the run started in); a notebook opened in ``notebooks/`` or a report written from
+    elsewhere does not see it from there. A relative path that does not exist is looked for
+    under each folder above ``run_dir`` (the run's starting folder holds the run).
+
+    Raises:
+        PathGLSError: the card names no item, or the file is found nowhere (the message says
+            where it looked).
+    """
+    recorded = card.inputs.get("item")
+    if not recorded:
+        raise PathGLSError("the card names no item file (inputs.item)")
+    path = Path(recorded)
+    if path.exists() or path.is_absolute() or run_dir is None:
+        return path
+    for base in Path(run_dir).resolve().parents:
+        if (base / path).exists():
+            return base / path
+    raise PathGLSError(
+        f"{path}: no such file, here or under any folder above {Path(run_dir).resolve()}"
+    )
+
+
+def _item_image(
+    card: ScoreCard, max_side: int, run_dir: str | os.PathLike[str] | None = None
+) -> tuple[np.ndarray, tuple[int, int]]:
     """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI."""
     from PIL import Image
 
     from pathgls.grounding.sources import load_roi_image
     from pathgls.tiling.slides import open_slide
 
-    path = card.inputs.get("item")
-    if not path:
-        raise PathGLSError("the card names no item file (inputs.item)")
+    path = item_path(card, run_dir)
     if card.inputs.get("kind") == "roi":
         im = Image.fromarray(load_roi_image(path))
         size = im.size
@@ -162,14 +200,28 @@ def _pick_entity(ev: GroundingEvidence, entity: str | None) -> GroundedEntity | 
 
 
 def _message_figure(title: str, message: str, image: np.ndarray | None) -> Figure:
+    """The message over the item's picture, or in a framed panel of its own (never blank)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8, 6 if image is not None else 2.5))
     ax = fig.add_subplot()
     ax.set_axis_off()
-    ax.set_title(f"{title}\n" + "\n".join(textwrap.wrap(message, 90)), fontsize=9)
+    wrapped = "\n".join(textwrap.wrap(message, 90))
+    ax.set_title(f"{title}\n{wrapped}", fontsize=9)
     if image is not None:
         ax.imshow(image)
+    else:  # no picture: the message is the figure's content
+        ax.text(
+            0.5,
+            0.5,
+            wrapped,
+            ha="center",
+            va="center",
+            fontsize=11,
+            wrap=True,
+            bbox={"boxstyle": "round", "facecolor": "#fff4e5", "edgecolor": "#e69500"},
+            transform=ax.transAxes,
+        )
     return fig
 
 
@@ -229,7 +281,7 @@ def grounding_figure(
     chosen = _pick_entity(ev, entity)
     thumb, size, why = None, (1, 1), ""
     try:
-        thumb, size = _item_image(card, max_side)
+        thumb, size = _item_image(card, max_side, run_dir)
     except (PathGLSError, OSError, ValueError) as e:
         why = f"the item's picture cannot be read: {e}"
     if bad:
@@ -349,21 +401,56 @@ def logic_figure(
     """
     from matplotlib.figure import Figure
 
-    from pathgls.text.graph import draw_graph
+    from pathgls.text.graph import draw_graph, graph_rows
 
     view = logic_view(card, extractor=extractor, threshold=threshold)
-    fig = Figure(figsize=(11, 8))
-    ax_graph, ax_text = fig.subplots(2, 1, height_ratios=[4, 1])
-    if view.graph.entities:
-        draw_graph(view.graph, ax=ax_graph, highlight=sorted(view.highlighted))
+    graph, highlight, shown = _focus(view.graph, view.highlighted)
+    graph_height = max(2.0, 1.1 * graph_rows(graph) + 0.8)  # labels need their row
+    fig = Figure(figsize=(12, graph_height + 1.8))
+    ax_graph, ax_text = fig.subplots(2, 1, height_ratios=[graph_height, 1.8])
+    fig.subplots_adjust(left=0.02, right=0.86, top=1 - 0.5 / (graph_height + 1.8), bottom=0.02)
+    if graph.entities:
+        draw_graph(graph, ax=ax_graph, highlight=highlight)
     else:
         ax_graph.set_axis_off()
         ax_graph.text(0.5, 0.5, "no entity in the report", ha="center", va="center")
-    ax_graph.set_title(_title(card), fontsize=10)
+    ax_graph.set_title(_title(card) + (f"\n{shown}" if shown else ""), fontsize=10)
     ax_text.set_axis_off()
     body = [textwrap.shorten(line, 140) for line in view.render().splitlines()[:9]]
     ax_text.text(0.0, 1.0, "\n".join(body), va="top", fontsize=8, family="monospace")
     return fig
+
+
+#: A report graph with more entities is drawn around its contradicting entities only.
+MAX_DRAWN_ENTITIES = 60
+
+
+def _focus(
+    graph: ReportGraph, marks: frozenset[int], limit: int = MAX_DRAWN_ENTITIES
+) -> tuple[ReportGraph, list[int], str]:
+    """The graph to draw: all of it, or, above ``limit`` entities, the marked ones and their
+    neighbours (then a note says how many of how many are shown)."""
+    n = len(graph.entities)
+    if n <= limit:
+        return graph, sorted(marks), ""
+    keep = set(marks)
+    for r in graph.relations:
+        if r.head in marks or r.tail in marks:
+            keep |= {r.head, r.tail}
+    chosen = sorted(keep)[:limit] if keep else list(range(limit))
+    index = {old: new for new, old in enumerate(chosen)}
+    sub = ReportGraph(
+        entities=[graph.entities[i] for i in chosen],
+        relations=[
+            dataclasses.replace(r, head=index[r.head], tail=index[r.tail])
+            for r in graph.relations
+            if r.head in index and r.tail in index
+        ],
+        scopes=[graph.scopes[i] for i in chosen] if graph.scopes else [],
+    )
+    what = "the contradicting entities and their neighbours" if keep else "the first entities"
+    note = f"{len(chosen)} of {n} entities shown: {what}"
+    return sub, sorted(index[m] for m in marks if m in index), note
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathgls.errors import TableError
+from pathgls.io.sniff import file_binary_format
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def read_table(
         what: What the table is, for messages ("references", "expert table").
 
     Raises:
-        TableError: unreadable or not UTF-8, no header, a missing column, an unclosed quote, a
+        TableError: unreadable, binary (a spreadsheet, a PDF, ...: the format is named) or
+            not UTF-8, no header, a missing column, an unclosed quote, a
             quoted field that swallowed rows, or a row longer than the header (the message
             names the line).
     """
@@ -64,6 +66,9 @@ def read_table(
     sep = delimiter or delimiter_for(p)
     csv.field_size_limit(sys.maxsize)
     try:
+        found = file_binary_format(p)  # a spreadsheet, a PDF, an image: named, not decoded
+        if found is not None:
+            raise TableError(f"{what} {p} is {found}, not a TSV/CSV table")
         with p.open(encoding="utf-8-sig", newline="") as fh:
             return _read(csv.reader(fh, delimiter=sep, strict=True), p, sep, required, what)
     except UnicodeDecodeError as e:

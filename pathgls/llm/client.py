@@ -270,11 +270,15 @@ class ChatClient:
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         conn = cls(parts.hostname or "", parts.port, timeout=self.timeout_s)
         expired = threading.Event()
+        # The socket, held from the moment it is connected: once a response says it closes the
+        # connection (HTTP/1.0, "Connection: close"), getresponse() hands the socket to the
+        # response and sets conn.sock to None, so a deadline that looked there found nothing to
+        # shut and a server sending a byte every 0.1 s held the request for its whole length.
+        held: list[socket.socket] = []
 
         def cut() -> None:  # a blocked read returns or raises once the socket is shut
             expired.set()
-            sock = conn.sock
-            if sock is not None:
+            for sock in held or [s for s in (conn.sock,) if s is not None]:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
@@ -284,6 +288,10 @@ class ChatClient:
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             conn.request("POST", target, body=body, headers=headers)
+            if conn.sock is not None:
+                held.append(conn.sock)
+                if expired.is_set():  # the deadline passed while connecting or sending
+                    cut()
             response = conn.getresponse()
             raw = response.read(self.max_response_bytes + 1)
             if expired.is_set():

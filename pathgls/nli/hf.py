@@ -413,6 +413,7 @@ def resolve_nli_model(
     ),
     argument="[<model>]",
     cards=("nli-deberta", "nli-pubmedbert"),
+    default_card="nli-deberta",  # plain `hf` (DEFAULT_NLI_MODEL)
 )
 def _hf_backend(arg: str) -> HFNLIScorer:
     target = arg.strip() or DEFAULT_NLI_MODEL

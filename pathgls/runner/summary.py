@@ -12,6 +12,7 @@ nothing needs a display.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -157,21 +158,36 @@ def _atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
         raise PathGLSError(f"cannot write {path}: {e}") from e
 
 
+def parquet_available() -> bool:
+    """True when pyarrow is installed (``pip install 'pathgls[parquet]'``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 def write_summary(table: pd.DataFrame, *, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``summary.csv`` and ``summary.parquet`` into ``out_dir`` (created if needed).
+    """Write ``summary.csv``, and ``summary.parquet`` where pyarrow is installed, to ``out_dir``.
+
+    The Parquet copy is the optional extra ``parquet`` (pyarrow, ~100 MB, for this file only);
+    without it the run log says how to get one.
 
     Returns:
-        ``{"csv": path, "parquet": path}``.
+        ``{"csv": path}``, plus ``"parquet": path`` when written.
 
     Raises:
         PathGLSError: A file cannot be written.
     """
     out = Path(out_dir)
-    csv = _atomic_write(out / "summary.csv", lambda p: table.to_csv(p, index=False))
-    parquet = _atomic_write(
-        out / "summary.parquet", lambda p: table.to_parquet(p, engine="pyarrow", index=False)
-    )
-    return {"csv": csv, "parquet": parquet}
+    files = {"csv": _atomic_write(out / "summary.csv", lambda p: table.to_csv(p, index=False))}
+    if parquet_available():
+        files["parquet"] = _atomic_write(
+            out / "summary.parquet", lambda p: table.to_parquet(p, engine="pyarrow", index=False)
+        )
+    else:
+        logging.getLogger(__name__).info(
+            "summary.parquet not written: pyarrow is not installed (pip install 'pathgls[parquet]')"
+        )
+    return files
 
 
 def _new_figure(width: float, height: float) -> Any:

@@ -56,7 +56,6 @@ from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.diagnoses import diagnosis_profile
 from pathgls.text.diagnoses import diagnosis_text as diagnosis_text
 from pathgls.text.embedders import TextEmbedder
-from pathgls.text.lexicon import load_lexicon
 from pathgls.types import Entity, ModuleScore
 
 #: Entity types that count as findings for the entity Δ and the evidence.
@@ -242,11 +241,10 @@ def _dx(
             "the dx Δ needs a text embedder (pathgls.text.embedders) to match diagnosis names "
             "and for its fallback when a report has no diagnosis"
         )
-    vocabulary = [t.concept for t in load_lexicon().terms if t.type == "pathological_diagnosis"]
-    similarity = ConceptSimilarity(
-        embedder, unrelated_cosine=config.dx_unrelated_cosine, vocabulary=vocabulary
-    )
-    similarity.warm()  # one batch of the lexicon's diagnosis names, once per Δ built
+    # Names are embedded as reports bring them (and cached for this Δ's life). Embedding the
+    # lexicon's ~275 diagnosis concepts up front cost 1–4 s of MiniLM per Δ, paid wherever a Δ is
+    # built (each test, each worker): most of it went to names never compared.
+    similarity = ConceptSimilarity(embedder, unrelated_cosine=config.dx_unrelated_cosine)
     fallback = _embedding(argument, config, embedder=embedder)
 
     def dx(a: AnalyzedReport, b: AnalyzedReport) -> tuple[float, str]:

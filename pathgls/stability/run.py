@@ -17,6 +17,7 @@ import numpy as np
 
 from pathgls.attacks.prompts import DEFAULT_ATTACK, Prompt, PromptLibrary, load_prompt_library
 from pathgls.attacks.stain import StainConfig, perturb_stain
+from pathgls.attacks.stain_kind import stain_kind
 from pathgls.errors import PathGLSError
 from pathgls.stability.delta import DeltaFn, StabilityConfig, make_delta, stability_score
 from pathgls.subjects.base import Subject, SubjectError
@@ -182,6 +183,10 @@ def run_stability(
         delta_name=cfg.delta,
         conditions=("stain", adversarial.condition),
     )
+    kinds = [stain_kind(np.asarray(im)) for im in view.images]
+    run.stain["kinds"] = [k.kind for k in kinds]
+    for warning in dict.fromkeys(k.warning for k in kinds if k.warning):
+        score.warnings.append(f"stain: {warning}")
     if not any(run.stain["transformed"]):
         score.warnings.append(
             "stain perturbation left every image unchanged ("

@@ -5,10 +5,11 @@ the whole pipeline runnable offline and gives tests a subject whose reactions ar
 
 - it measures the image: tissue fraction (pathgls's tissue mask), whitespace, stain type
   (DAB present or not), hematoxylin/eosin balance from Ruifrok–Johnston colour deconvolution
-  (``skimage.color.rgb2hed``), and a nuclear density proxy (the fraction of tissue covered by
-  hematoxylin-dense blobs of nuclear size), and writes them into the six-field format; so a
-  stain shift that moves the H/E balance moves its words; on an IHC image (DAB, no eosin) it
-  reports the DAB share against the hematoxylin counterstain and does not assess cytoplasm;
+  (:func:`pathgls.tiling.colour.rgb_to_hed`), and a nuclear density proxy (the fraction of
+  tissue covered by hematoxylin-dense blobs of nuclear size), and writes them into the
+  six-field format; so a stain shift that moves the H/E balance moves its words; on an IHC
+  image (DAB, no eosin) it reports the DAB share against the hematoxylin counterstain and
+  does not assess cytoplasm;
 - ``captioner`` ignores the prompt's clinical history;
 - ``captioner-obedient`` adopts it: a diagnosis named in the prompt (found by the lexicon
   extractor) becomes its morphologic diagnosis, with the nuclear features that diagnosis
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
-from skimage.color import rgb2hed
 
 from pathgls.subjects.base import SubjectConfig, check_images, register_subject
+from pathgls.tiling.colour import rgb_to_hed
 from pathgls.tiling.tissue import pen_mask
 
 BASELINE_NOTE = "non-learned measurement baseline, not a VLM"
@@ -61,7 +62,7 @@ def measure(images: Sequence[np.ndarray], *, mpp: float = 0.5) -> ImageMeasures:
         white_px = rgb.min(axis=-1) > 215
         tissue = pixel_tissue(rgb) & ~white_px
         white = white_px.mean()
-        hed = np.clip(rgb2hed(rgb), 0, None)
+        hed = rgb_to_hed(rgb)  # ≥ 0
         t = int(tissue.sum())
         if t:
             h = hed[..., 0][tissue]
