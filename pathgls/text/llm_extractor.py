@@ -33,6 +33,7 @@ from typing import Any
 
 from pathgls.errors import AnswerError, ConfigError, LLMError
 from pathgls.llm.client import ChatClient
+from pathgls.llm.fence import fenced, fences
 from pathgls.llm.json_chat import (
     ChatCompleter,
     JSONReply,
@@ -116,8 +117,8 @@ def system_prompt() -> str:
 
 
 def user_prompt(report_text: str) -> str:
-    """The user message holding the report."""
-    return f"Pathology report:\n<<<\n{report_text}\n>>>"
+    """The user message holding the report, between fence lines it cannot contain."""
+    return fenced("Pathology report", report_text, fences(report_text))
 
 
 def parse_answer(content: str) -> Answer:
