@@ -300,6 +300,11 @@ class LockedError(PathGLSError):
         self.holder = dict(holder or {})
 
 
+class RunDirError(PathGLSError):
+    """An output folder pathgls will not write: a file, inside an input folder, or holding a
+    symbolic link where pathgls writes its own files (the message names the path)."""
+
+
 class RunIntegrityError(PathGLSError):
     """A run's results do not add up (fewer or more ScoreCards than items × subjects)."""
 

@@ -130,10 +130,11 @@ def execute(
     ``wait``: when another run holds ``out``, wait for it instead of refusing.
     """
     from pathgls.runner.run import run_benchmark
+    from pathgls.runner.store import OWN_ENTRIES
 
     with (
         _sigterm_interrupts(),
-        run_logging(out, "benchmark"),
+        run_logging(out, "benchmark", inputs=[source], own=OWN_ENTRIES),
         progress_bar(console) as bar,
     ):
         task = bar.add_task("starting", total=None)

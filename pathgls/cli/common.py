@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -55,12 +56,38 @@ class _RedactingFormatter(logging.Formatter):
 
 
 @contextlib.contextmanager
-def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
-    """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``."""
-    logs = out_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    handler = logging.FileHandler(path, encoding="utf-8")
+def run_logging(
+    out_dir: Path,
+    command: str,
+    *,
+    inputs: Sequence[Path] = (),
+    own: Sequence[str] = ("logs",),
+) -> Iterator[Path]:
+    """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``.
+
+    ``out_dir`` is checked first (:func:`~pathgls.io.rundir.check_out_dir` against ``inputs``:
+    not a file, not inside an input folder) and created; pathgls's entries in it (``own``) may
+    hold no symbolic link, and the log file is opened without following one.
+
+    Raises:
+        RunDirError: ``out_dir`` is refused (the message says why).
+        PathGLSError: it cannot be created or written (disk full, read-only, ...).
+    """
+    from pathgls.io.atomic import describe_os_error
+    from pathgls.io.rundir import check_out_dir, make_dir, open_nofollow, refuse_links
+
+    check_out_dir(out_dir, inputs=inputs)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        refuse_links(out_dir, own, what=f"output folder {out_dir}")
+        logs = make_dir(out_dir, "logs")
+        path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError as e:
+        where = e.filename or out_dir
+        raise PathGLSError(f"cannot write the run log under {where}: {describe_os_error(e)}") from e
+    stream = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("pathgls")
     old_level = root.level
@@ -72,6 +99,7 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
+        stream.close()
 
 
 #: How a score computed with random test weights is marked wherever the console shows it.

@@ -47,7 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathgls.config.convert import from_dict, read_toml, to_dict, write_toml
+from pathgls.config.convert import (
+    from_dict,
+    read_toml,
+    to_dict,
+    write_text_replacing,
+    write_toml,
+)
 from pathgls.config.run import (
     DEFAULT_ATTACK,
     EXECUTORS,
@@ -200,7 +206,9 @@ def save_effective_config(
     """Write the effective config as ``<name>.toml`` (and ``<name>.json``) into ``directory``."""
     out = Path(directory)
     toml_path = save_config(config, out / f"{name}.toml")
-    (out / f"{name}.json").write_text(json.dumps(to_dict(config), indent=2, sort_keys=True))
+    write_text_replacing(
+        out / f"{name}.json", json.dumps(to_dict(config), indent=2, sort_keys=True)
+    )
     return toml_path
 
 

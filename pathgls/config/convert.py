@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import os
 import re
+import tempfile
 import tomllib
 import types
 import typing
@@ -216,10 +217,28 @@ def write_toml(data: Mapping[str, Any], path: str | os.PathLike[str], *, header:
         path: The file.
         header: Comment lines written first (each gets its ``# ``).
     """
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return write_text_replacing(path, comment + tomli_w.dumps(dict(data)))
+
+
+def write_text_replacing(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to a new temporary file beside ``path`` and rename it over ``path``.
+
+    The temporary file is created exclusively (never an existing file or link), and the rename
+    replaces a link at ``path`` rather than writing through it.
+
+    Raises:
+        OSError: the folder cannot be created or written (the temporary file is removed).
+    """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(comment + tomli_w.dumps(dict(data)), encoding="utf-8")
-    os.replace(tmp, out)
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8", "backslashreplace"))
+        os.chmod(name, 0o644)
+        os.replace(name, out)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
     return out

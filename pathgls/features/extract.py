@@ -28,7 +28,7 @@ from pathgls.encoders import Encoder, WindowBuffers, encode_highres, window_offs
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
 from pathgls.io.lock import locked
-from pathgls.io.names import safe_stem, unique_ids
+from pathgls.io.names import printable, safe_stem, unique_ids
 from pathgls.registry import parse_spec
 from pathgls.tiling import PatchBatch, make_grid, open_slide, slide_sha256, stream_patches
 from pathgls.tiling.readers import SlideReader
@@ -173,7 +173,7 @@ def _extract(
                 sort_keys=True,
             ),
             # where the slide was (heat maps draw over its thumbnail); not part of its identity
-            extras={"slide_path": str(Path(slide).resolve())},
+            extras={"slide_path": printable(str(Path(slide).resolve()))},
         )
         path = bag_path_for(out_dir, bag_name or reader.name, ec.name)
         result.bag_path, result.n_patches = str(path), len(grid)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.errors import LockedError, PathGLSError
+from pathgls.io.rundir import open_nofollow
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +103,12 @@ def acquire(
 
     Raises:
         LockedError: a live process holds it (after ``wait_s``); the message names it.
+        RunDirError: the lock file is a symbolic link (its target is never touched).
         PathGLSError: the lock file cannot be created (read-only or missing folder).
     """
     p = Path(path)
     try:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(p, os.O_RDWR | os.O_CREAT)  # a planted link is refused, not truncated
     except OSError as e:
         raise PathGLSError(f"cannot lock {what}: {p}: {e.strerror or e}") from e
     deadline = None if wait_s is None else time.monotonic() + max(0.0, wait_s)

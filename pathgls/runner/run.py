@@ -13,14 +13,15 @@ import pandas as pd
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
 from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError, ScoreCardError
-from pathgls.io.atomic import remove_stale_temporaries
+from pathgls.io.atomic import describe_os_error, remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
 from pathgls.io.redact import redact
+from pathgls.io.rundir import check_out_dir, refuse_links
 from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import new_manifest, now, write_manifest
-from pathgls.runner.store import ResultsStore, subject_dir_name
+from pathgls.runner.store import OWN_ENTRIES, ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ def run_benchmark(
 
     Raises:
         LockedError: another live run holds ``out`` (the message names its pid, host, start).
+        RunDirError: ``out`` is a file, lies inside the ``source`` folder, or holds a symbolic
+            link where the run writes its own files (lock, logs, cards, ...).
         RunIntegrityError: the run's ScoreCards do not number items × subjects.
         NoSlidesFoundError: nothing to evaluate under ``source``.
         ConfigError: the config cannot run (:func:`~pathgls.config.validate_run`), a bad
@@ -104,12 +107,15 @@ def run_benchmark(
             f"characters a file name cannot hold): {subject_dirs[0][0]!r} and "
             f"{subject_dirs[0][1]!r}"
         )
-    store = ResultsStore(out)
+    store = ResultsStore(check_out_dir(out, inputs=[source]))
     try:
         store.root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise PathGLSError(f"cannot create the run directory {store.root}: {e}") from e
+        raise PathGLSError(
+            f"cannot create the run directory {store.root}: {describe_os_error(e)}"
+        ) from e
     what = f"run directory {store.root}"
+    refuse_links(store.root, OWN_ENTRIES, what=what)
     hint = "rerun with `pathgls benchmark --wait` to wait for it, or use another --out"
     with locked(store.root / RUN_LOCK, what=what, wait_s=wait_s, hint=hint):
         return _run_locked(
@@ -136,7 +142,10 @@ def _run_locked(
         log.info("removed %s, left by a killed writer", stale)
     shown = redacted_config(config)  # what is stored: subject URLs without their secrets
     _warn_if_config_changed(store.root, shown)
-    save_effective_config(shown, store.root)
+    try:
+        save_effective_config(shown, store.root)
+    except OSError as e:
+        raise _write_error(store.root, e) from e
     tasks = plan_tasks(items, config, store)
     planned = len(items) * len(config.run.subjects)
     todo = sum(len(s) for _, s in tasks)
@@ -184,9 +193,17 @@ def _run_locked(
         result = finish(store, items=items, config=config, manifest=manifest, plots=plots)
     except BaseException as e:
         _record_end(store.root, manifest, error=e, evaluated=done)
+        if isinstance(e, OSError):  # a summary, plot or card the disk refused
+            raise _write_error(store.root, e) from e
         raise
     result.skipped = planned - todo
     return result
+
+
+def _write_error(run_dir: Path, error: OSError) -> PathGLSError:
+    """The error of a write in the run directory, naming the file and why (disk full, ...)."""
+    where = error.filename or run_dir
+    return PathGLSError(f"cannot write {where}: {describe_os_error(error)}")
 
 
 def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
@@ -209,7 +226,9 @@ def _write_manifest_or_raise(run_dir: Path, manifest: dict[str, Any]) -> None:
     try:
         write_manifest(run_dir, manifest)
     except OSError as e:
-        raise PathGLSError(f"cannot write {run_dir / 'manifest.json'}: {e}") from e
+        raise PathGLSError(
+            f"cannot write {run_dir / 'manifest.json'}: {describe_os_error(e)}"
+        ) from e
 
 
 def _record_end(

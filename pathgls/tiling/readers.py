@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image
 
 from pathgls.errors import SlideOpenError, SlideReadError
+from pathgls.io.names import printable
 from pathgls.tiling.jpeg_tiles import JpegTiles
 
 #: Extensions OpenSlide reads (with openslide-bin ≥ 4, DICOM too).
@@ -85,7 +86,7 @@ class OpenSlideReader:
         import openslide
 
         self.path = str(path)
-        self.name = Path(path).stem
+        self.name = printable(Path(path).stem)  # a non-UTF-8 byte as \xNN
         try:
             self._slide = openslide.OpenSlide(self.path)
         except openslide.OpenSlideUnsupportedFormatError as e:
@@ -224,7 +225,7 @@ class ImageReader:
         self, path: str | Path, *, mpp: float | None = None, default_mpp: float = 0.5
     ) -> None:
         self.path = str(path)
-        self.name = Path(path).stem
+        self.name = printable(Path(path).stem)  # a non-UTF-8 byte as \xNN
         try:
             with Image.open(self.path) as im:
                 im.load()

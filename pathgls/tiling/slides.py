@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
 
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
 from pathgls.io.checksums import file_sha256
+from pathgls.io.names import printable
 from pathgls.tiling.readers import (
     IMAGE_EXTENSIONS,
     WSI_EXTENSIONS,
@@ -15,6 +17,8 @@ from pathgls.tiling.readers import (
     OpenSlideReader,
     SlideReader,
 )
+
+log = logging.getLogger(__name__)
 
 #: Files next to slides that are never slides themselves.
 _SIDECAR_SUFFIXES = frozenset(
@@ -99,7 +103,9 @@ def find_slides(path: str | os.PathLike[str]) -> list[Path]:
     """Slides under ``path`` (a file, or a directory searched recursively), sorted.
 
     A DICOM series (several ``.dcm`` files in one folder) is one slide, represented by its
-    first file. Files that are clearly not slides (bags, logs, configs) are skipped.
+    first file. Files that are clearly not slides (bags, logs, configs) are skipped, and so are
+    hidden files (``.x.svs``, ``..png``, macOS ``._x.svs``): those with a slide or image
+    extension are named in a warning.
 
     Raises:
         NoSlidesFoundError: the path does not exist or the directory holds no slide.
@@ -111,11 +117,16 @@ def find_slides(path: str | os.PathLike[str]) -> list[Path]:
         raise NoSlidesFoundError(f"{p}: no such file or directory", path=str(p))
     known = WSI_EXTENSIONS | IMAGE_EXTENSIONS
     found: list[Path] = []
+    hidden: list[Path] = []
     dicom_dirs: set[Path] = set()
     for f in sorted(p.rglob("*")):
-        if not f.is_file() or f.name.startswith("."):
+        if not f.is_file():
             continue
         suffix = f.suffix.lower()
+        if f.name.startswith("."):  # ._x.svs (macOS resource forks), .x.png: not slides...
+            if suffix in known and not f.name.endswith(".tmp"):
+                hidden.append(f)  # ... but never skipped without saying so
+            continue
         if suffix in _SIDECAR_SUFFIXES or suffix not in known:
             continue
         if suffix == ".dcm":
@@ -123,9 +134,21 @@ def find_slides(path: str | os.PathLike[str]) -> list[Path]:
                 continue
             dicom_dirs.add(f.parent)
         found.append(f)
+    if hidden:
+        shown = ", ".join(printable(str(h.relative_to(p))) for h in hidden[:10])
+        more = f" and {len(hidden) - 10} more" if len(hidden) > 10 else ""
+        log.warning(
+            "%s: skipped %d hidden file(s) whose name starts with '.': %s%s (rename them to "
+            "evaluate them)",
+            p,
+            len(hidden),
+            shown,
+            more,
+        )
     if not found:
+        extra = f"; {len(hidden)} hidden file(s) skipped" if hidden else ""
         raise NoSlidesFoundError(
-            f"{p}: no slides found (looked for {', '.join(sorted(known))})", path=str(p)
+            f"{p}: no slides found (looked for {', '.join(sorted(known))}){extra}", path=str(p)
         )
     return found
 
