@@ -46,6 +46,11 @@ class ConfigError(PathGLSError, ValueError):
     """A configuration value is invalid or a config file cannot be read."""
 
 
+class JSONTextError(PathGLSError, ValueError):
+    """JSON text from outside (a server, a model, a file) that cannot be read: invalid, a key
+    given twice in one object, nested too deeply, or not UTF-8 (see :mod:`pathgls.jsontext`)."""
+
+
 class UnknownNameError(PathGLSError, KeyError):
     """A registry was asked for a name it does not know."""
 

@@ -13,8 +13,8 @@ wrong:
 :func:`valid_unicode` replaces lone surrogates (``"\\ud800"`` is valid JSON, but no UTF-8 file
 can hold it) so text read from outside can always be written again.
 
-This module imports nothing from pathgls (it sits on the bottom floor, beside
-:mod:`pathgls.types`, whose ScoreCards it reads).
+It sits on the bottom floor, beside :mod:`pathgls.types` (whose ScoreCards it reads), and
+imports only :mod:`pathgls.errors`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pathgls.errors import JSONTextError
+
 #: Deepest nesting of arrays and objects accepted by default (ScoreCards nest about 8 deep).
 MAX_DEPTH = 512
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class JSONTextError(ValueError):
-    """JSON text that cannot be read: invalid, a repeated key, too deep, or not UTF-8."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

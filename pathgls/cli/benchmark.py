@@ -323,6 +323,12 @@ def evaluate(
             except OSError as e:
                 raise PathGLSError(f"cannot read reference {reference}: {e}") from e
             work = dataclasses.replace(work, reference=text)
+        if out is not None:
+            from pathgls.io.rundir import check_out_dir, refuse_links
+            from pathgls.runner.store import OWN_ENTRIES
+
+            check_out_dir(out)
+            refuse_links(out, OWN_ENTRIES, what=f"--out {out}")
         with tempfile.TemporaryDirectory(prefix="pathgls-evaluate-") as tmp:
             store = ResultsStore(out or tmp)
 

@@ -163,7 +163,7 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
     enc = build_encoder(cfg.encoder)
     gc = cfg.grounding
     if bag_path is not None:
-        with open_bag_source(bag_path) as src:
+        with open_bag_source(bag_path, slide_size=_slide_size(kw["slide"], cfg.run.mpp)) as src:
             result = ground_fn(
                 entities=analyzed.entities,
                 encoder=enc,
@@ -213,6 +213,19 @@ def _run(**kw: Any) -> tuple[Any, dict[str, Any] | None]:
         "patch_size_level0": src.patch_size_level0,
     }
     return result, thumb
+
+
+def _slide_size(slide: Path | None, mpp: float | None) -> tuple[int, int] | None:
+    """Level-0 ``(width, height)`` of ``--slide`` (the bag's coordinates must lie inside it)."""
+    if slide is None:
+        return None
+    from pathgls.tiling.slides import open_slide
+
+    reader = open_slide(Path(slide), mpp=mpp, probe=False)
+    try:
+        return tuple(reader.dimensions)
+    finally:
+        reader.close()
 
 
 def _slide_thumbnail(kw: dict[str, Any], src: Any) -> dict[str, Any]:

@@ -119,6 +119,17 @@ class PathGLSConfig:
     hare: HareConfig = field(default_factory=HareConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
+    def __post_init__(self) -> None:
+        s, patch = self.stream, self.tiling.patch_size
+        need = s.buffer_bytes(patch)
+        if need > s.max_buffer_mb << 20:
+            raise ConfigError(
+                f"stream.workers = {s.workers}, stream.prefetch = {s.prefetch} and "
+                f"stream.batch_size = {s.batch_size} with tiling.patch_size = {patch} need "
+                f"{need / 2**20:.0f} MiB of patch buffers, more than stream.max_buffer_mb = "
+                f"{s.max_buffer_mb}: lower them (or raise max_buffer_mb)"
+            )
+
 
 #: Tables a config file may carry that record where its values came from (``pathgls calibrate``
 #: writes ``[calibration]``); loaders skip them, :func:`save_config` never writes them.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
 import tempfile
@@ -35,6 +36,39 @@ def require(condition: bool, message: str) -> None:
     """
     if not condition:
         raise ConfigError(message)
+
+
+def _shown(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def in_range(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a finite number in the range.
+
+    Every bounded setting goes through here, so a value that would overflow, allocate without
+    end or wait for ever (``1e308``, ``nan``, ``2**60``) is refused with the setting's name:
+    ``"timeout_s must be a number in (0, 86400], got 1e+300"``.
+    """
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and (value > low if open_low else value >= low)
+        and (value < high if open_high else value <= high)
+    )
+    if not ok:
+        lo, hi = "(" if open_low else "[", ")" if open_high else "]"
+        raise ConfigError(
+            f"{name} must be a number in {lo}{_shown(low)}, {_shown(high)}{hi}, got {value!r}"
+        )
 
 
 def _join(where: str, key: str) -> str:

@@ -215,7 +215,7 @@ def _write_bag(
     """Skip a complete bag or write (resume) it; the caller holds the bag's lock."""
     sc, plan = config.stream, grid.plan
     if path.exists() and not config.bag.overwrite:
-        _check_existing(path, meta)
+        _check_existing(path, meta, slide_size=tuple(reader.dimensions))
         result.status = "skipped"
         return
     writer = BagWriter(
@@ -289,9 +289,9 @@ def encode_patches(
         yield batch, win, feats
 
 
-def _check_existing(path: Path, meta: BagMeta) -> None:
+def _check_existing(path: Path, meta: BagMeta, *, slide_size: tuple[int, int]) -> None:
     try:
-        old = validate_bag(path)
+        old = validate_bag(path, slide_size=slide_size)
     except BagError as e:
         raise BagError(
             f"{path}: an existing bag is invalid ({e}); delete it (or run `pathgls extract "

@@ -37,6 +37,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pathgls.config.run import MAX_BACKOFF_S, MAX_RETRIES, MAX_TIMEOUT_S
 from pathgls.errors import ConfigError, LLMError
 from pathgls.io.redact import Secrets, redact, split_credentials, userinfo_span
 from pathgls.jsontext import JSONTextError, loads_strict, valid_unicode
@@ -50,11 +51,6 @@ _MAX_RETRY_AFTER_S = 30.0
 _VERSION_SUFFIX = re.compile(r"/v\d+[a-z]*$")
 #: Largest answer body accepted by default, in bytes.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-#: Longest request deadline, first backoff (and longest wait between two attempts), in seconds,
-#: and most retries a client accepts (``[subject]`` and ``[judge]`` settings are held to these).
-MAX_TIMEOUT_S = 86400.0
-MAX_BACKOFF_S = 3600.0
-MAX_RETRIES = 100
 
 
 def chat_completions_url(base_url: str) -> str:

@@ -503,7 +503,10 @@ def _grounding(
             source = prep.roi
         else:
             assert prep.bag is not None
-            source = stack.enter_context(open_bag_source(prep.bag))
+            size = prep.inputs.get("slide_size")  # coordinates outside the slide are refused
+            source = stack.enter_context(
+                open_bag_source(prep.bag, slide_size=tuple(size) if size else None)
+            )
         res = ground(
             entities=report.entities,
             encoder=models.encoder,

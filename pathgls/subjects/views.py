@@ -95,7 +95,7 @@ def slide_view(
             )
         if bag is None:
             raise ConfigError(f"the {cfg.kind} view needs the slide's feature bag (--bag)")
-        fb = read_bag(bag, windows=False)
+        fb = read_bag(bag, windows=False, slide_size=tuple(reader.dimensions))
         if len(fb) == 0:
             raise PathGLSError(f"{bag}: the bag has no patch to show")
         idx = diverse_patches(fb.features, k=cfg.k, seed=cfg.seed)
