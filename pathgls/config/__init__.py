@@ -87,6 +87,8 @@ from pathgls.config.scoring import (
 )
 from pathgls.config.slide import (
     DEFAULT_ENCODER,
+    DEFAULT_LEVEL_READ_PIXELS,
+    DEFAULT_PIXELS_PER_BYTE,
     MPP_AT_1X,
     SLIDE_SECTIONS,
     BagConfig,
@@ -252,6 +254,8 @@ def validate_run(config: PathGLSConfig) -> None:
 __all__ = [
     "DEFAULT_ATTACK",
     "DEFAULT_ENCODER",
+    "DEFAULT_LEVEL_READ_PIXELS",
+    "DEFAULT_PIXELS_PER_BYTE",
     "DEFAULT_WEIGHTS",
     "DELTAS",
     "EXECUTORS",

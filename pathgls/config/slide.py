@@ -12,6 +12,10 @@ from typing import Literal
 
 from pathgls.config.convert import in_range, require
 
+#: Default of ``TilingConfig.max_level_read_pixels`` (a 100000 × 100000 level).
+DEFAULT_LEVEL_READ_PIXELS = 10_000_000_000
+#: Default of ``TilingConfig.max_pixels_per_byte``.
+DEFAULT_PIXELS_PER_BYTE = 10000.0
 #: Largest patch (and window) side in pixels.
 MAX_PATCH_SIZE = 8192
 #: Microns per pixel at 1× under the usual convention (20× ≙ 0.5 µm/px, 40× ≙ 0.25 µm/px).
@@ -59,13 +63,13 @@ class TilingConfig:
     # factor × factor block (what a scanner's own pyramid does), "lanczos" is Pillow's Lanczos.
     # Other ratios always use Lanczos.
     resample: Literal["area", "lanczos"] = "area"
-    # Most pixels the tissue-mask pass may read from one level: a slide whose coarsest level
-    # holds more (a single-level 200000² TIFF) is refused; build a pyramid for it
-    # (e.g. `vips tiffsave in.tif out.tif --tile --pyramid --compression jpeg`).
-    mask_read_pixels: int = 10_000_000_000
+    # Most pixels a whole-slide pass (the tissue mask, a thumbnail) may read from one level: a
+    # slide whose coarsest level holds more (a single-level 200000² TIFF) is refused; build a
+    # pyramid for it (e.g. `vips tiffsave in.tif out.tif --tile --pyramid --compression jpeg`).
+    max_level_read_pixels: int = DEFAULT_LEVEL_READ_PIXELS
     # A single-file slide declaring more level-0 pixels per byte of file than this is refused
     # before any pixel is read (real slides hold under 1000; blank JPEG tiles about 100).
-    max_pixels_per_byte: float = 10000.0
+    max_pixels_per_byte: float = DEFAULT_PIXELS_PER_BYTE
     # Decode JPEG tiles of TIFF/SVS levels in pathgls: at 1/2, 1/4 or 1/8 scale when the
     # reduction is such a factor and resample is "area" (libjpeg's DCT scaling: an area reduction
     # without decoding the discarded pixels; see pathgls.tiling.jpeg_tiles for the difference),
@@ -90,7 +94,7 @@ class TilingConfig:
         in_range("max_upsample", self.max_upsample, 1, 64)
         in_range("mask_max_side", self.mask_max_side, 64, 16384)
         in_range("mask_mpp", self.mask_mpp, 0, 10000, open_low=True)
-        in_range("mask_read_pixels", self.mask_read_pixels, 1 << 20, 1 << 40)
+        in_range("max_level_read_pixels", self.max_level_read_pixels, 1 << 20, 1 << 40)
         in_range("max_pixels_per_byte", self.max_pixels_per_byte, 1, 1e9)
         require(
             0 <= self.mpp_tolerance < 1,

@@ -135,7 +135,9 @@ def _extract(
     bag_name: str | None,
 ) -> None:
     tc, ec = config.tiling, config.encoder
-    reader = open_slide(slide, mpp=mpp, image_mpp=tc.image_mpp)
+    reader = open_slide(
+        slide, mpp=mpp, image_mpp=tc.image_mpp, max_pixels_per_byte=tc.max_pixels_per_byte
+    )
     try:
         if reader.mpp_source == "default":
             result.warnings.append(

@@ -248,7 +248,11 @@ def _prepare_slide(
 
     prep_warnings: list[str] = []
     with _timed(timings, "slide.open"):
-        reader = open_slide(Path(item.path), mpp=config.run.mpp)
+        reader = open_slide(
+            Path(item.path),
+            mpp=config.run.mpp,
+            max_pixels_per_byte=config.tiling.max_pixels_per_byte,
+        )
         try:
             plan = plan_read(reader, config.tiling)  # no mpp → MissingResolutionError
             inputs = {

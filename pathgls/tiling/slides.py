@@ -7,6 +7,7 @@ import os
 import warnings
 from pathlib import Path
 
+from pathgls.config import DEFAULT_PIXELS_PER_BYTE
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
 from pathgls.io.checksums import file_sha256
 from pathgls.io.names import printable
@@ -32,6 +33,7 @@ def open_slide(
     mpp: float | None = None,
     image_mpp: float = 0.5,
     probe: bool = True,
+    max_pixels_per_byte: float = DEFAULT_PIXELS_PER_BYTE,
 ) -> SlideReader:
     """Open a WSI with OpenSlide, or a plain image as a single-level ROI.
 
@@ -44,9 +46,12 @@ def open_slide(
         mpp: µm/px at level 0 given by the user; overrides the file's metadata.
         image_mpp: µm/px assumed for plain images when ``mpp`` is None and the file says nothing.
         probe: read a small region to check that pixels decode.
+        max_pixels_per_byte: a single-file slide declaring more level-0 pixels per byte of
+            file is refused before any pixel is read (``tiling.max_pixels_per_byte``).
 
     Raises:
-        SlideOpenError: not a file, empty, or no reader can open it.
+        SlideOpenError: not a file, empty, no reader can open it, or it declares far more
+            pixels than its size can hold.
         SlideReadError: it opens but its pixels cannot be read.
     """
     p = Path(path)
@@ -81,9 +86,31 @@ def open_slide(
             f"{', '.join(sorted(WSI_EXTENSIONS | IMAGE_EXTENSIONS))}",
             path=str(p),
         )
+    _check_declared_size(reader, p, max_pixels_per_byte)
     if probe:
         _probe(reader)
     return reader
+
+
+#: Formats whose pixels all live in the one file given (MRXS, VMS and DICOM keep them in other
+#: files beside it, so their size says nothing).
+_SINGLE_FILE = frozenset({".svs", ".tif", ".tiff", ".ndpi", ".scn", ".bif", ".svslide"})
+
+
+def _check_declared_size(reader: SlideReader, path: Path, limit: float) -> None:
+    """Refuse a slide whose level 0 declares more pixels than ``limit`` per byte of its file."""
+    if path.suffix.lower() not in _SINGLE_FILE:
+        return
+    w, h = reader.dimensions
+    size = path.stat().st_size
+    if w * h > limit * size:
+        reader.close()
+        raise SlideOpenError(
+            f"{path}: declares {w}×{h} px ({w * h:.3g}) in a {size}-byte file, more than "
+            f"tiling.max_pixels_per_byte = {limit:g} per byte (real slides hold under 1000): "
+            "damaged or not a real slide",
+            path=str(path),
+        )
 
 
 def _probe(reader: SlideReader) -> None:
