@@ -238,9 +238,58 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from e
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
+    text = _config_text(raw, path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from e
+    except RecursionError as e:  # arrays nested thousands deep
+        raise ConfigError(f"cannot read config file {path}: nested too deeply") from e
+
+
+#: Largest config file read (a config is a few kB).
+MAX_CONFIG_BYTES = 16 << 20
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def _config_text(raw: bytes, path: str | os.PathLike[str]) -> str:
+    """The text of a config file: UTF-8, or UTF-8/16/32 with a byte-order mark (Windows editors
+    save UTF-16 with one); anything else is refused naming the encoding problem.
+
+    Raises:
+        ConfigError: not decodable, or a lone surrogate / NUL in the text.
+    """
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            raw, encoding = raw[len(bom) :], codec
+            break
+    else:
+        encoding = "utf-8"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        hint = " (UTF-16 without a byte-order mark?)" if b"\x00" in raw else ""
+        raise ConfigError(
+            f"config file {path} is not {encoding.upper()} text{hint}: byte {e.start} "
+            f"({raw[e.start : e.start + 4]!r}) cannot be decoded; save it as UTF-8"
+        ) from e
+    if "\x00" in text:
+        raise ConfigError(
+            f"config file {path} holds NUL characters (UTF-16 without a byte-order mark?); "
+            "save it as UTF-8"
+        )
+    return text
 
 
 def write_toml(data: Mapping[str, Any], path: str | os.PathLike[str], *, header: str = "") -> Path:
