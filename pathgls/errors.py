@@ -310,6 +310,10 @@ class RunDirError(PathGLSError):
     symbolic link where pathgls writes its own files (the message names the path)."""
 
 
+class ClusterError(PathGLSError):
+    """The Ray cluster of a run stopped answering (no live node within the health deadline)."""
+
+
 class RunIntegrityError(PathGLSError):
     """A run's results do not add up (fewer or more ScoreCards than items × subjects)."""
 

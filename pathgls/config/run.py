@@ -62,8 +62,9 @@ class RunConfig:
     # Ray cluster to connect to (ray://host:10001, auto); None starts a local Ray for the run.
     address: str | None = None
     # Seconds the Ray driver waits without any result before it checks the cluster; a cluster
-    # without a live node after as long again ends the run (manifest "failed").
-    ray_health_s: float = 60.0
+    # without a live node (or that does not answer) for as long again ends the run (manifest
+    # "failed"). Below 30: Ray itself ends a driver that cannot reach its head for 60 s.
+    ray_health_s: float = 20.0
 
     def __post_init__(self) -> None:
         subjects = tuple(s.strip() if isinstance(s, str) else s for s in self.subjects)
