@@ -18,8 +18,11 @@ import h5py
 import numpy as np
 
 __all__ = [
+    "HOSTILE_BAGS",
     "damage_jpeg_tile",
+    "hostile_bag",
     "set_tile_byte_count",
+    "write_bag",
     "write_sparse_tiff",
 ]
 
@@ -146,5 +149,174 @@ def set_tile_byte_count(
     return p
 
 
-def _unused(_: h5py.File) -> None:  # pragma: no cover - keeps h5py imported for bag builders
-    return None
+# --- feature bags ----------------------------------------------------------------------------
+
+#: Shape of the bags built here: patches, windows per patch, feature size.
+BAG_N, BAG_W, BAG_D = 6, 4, 8
+
+
+def write_bag(path: str | os.PathLike[str]) -> Path:
+    """A valid complete bag of :data:`BAG_N` patches (448 px, 2 × 2 windows of 224 px)."""
+    from pathgls.features.bags import BagMeta, BagWriter
+
+    meta = BagMeta(
+        encoder="hf:tiny",
+        patch_size=448,
+        patch_size_level0=896,
+        target_magnification=20.0,
+        target_mpp=0.5,
+        level0_magnification=40.0,
+        level0_mpp=0.25,
+        window_size=224,
+        window_stride=224,
+        slide_name="s",
+        slide_sha256="ab" * 32,
+        pathgls_version="0.1.0",
+        n_windows=BAG_W,
+        dim=BAG_D,
+    )
+    coords = np.stack([np.arange(BAG_N) * 896, np.zeros(BAG_N)], 1).astype(np.int64)
+    win = np.random.default_rng(0).normal(size=(BAG_N, BAG_W, BAG_D)).astype(np.float32)
+    with BagWriter(path, meta=meta, coords=coords) as w:
+        w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
+        w.finalize()
+    return Path(path)
+
+
+def _replace(f: h5py.File, name: str, **kwargs: object) -> None:
+    del f[name]
+    f.create_dataset(name, **kwargs)
+
+
+def _other_file(path: Path, shape: tuple[int, ...], dtype: str) -> Path:
+    other = path.with_name(path.stem + "-other.h5")
+    with h5py.File(other, "w") as g:
+        g["x"] = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    return other
+
+
+def _external_storage(f: h5py.File, path: Path) -> None:
+    target = path.with_name(path.stem + "-passwd")
+    target.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n" * 8)
+    _replace(f, "coords", shape=(BAG_N, 2), dtype="int64", external=[(str(target), 0, 1 << 20)])
+
+
+def _external_link(f: h5py.File, path: Path) -> None:
+    other = _other_file(path, (BAG_N, 2), "int64")
+    del f["coords"]
+    f["coords"] = h5py.ExternalLink(str(other), "x")
+
+
+def _soft_link(f: h5py.File, path: Path) -> None:
+    f["elsewhere"] = f["coords"][:]
+    del f["coords"]
+    f["coords"] = h5py.SoftLink("/elsewhere")
+
+
+def _virtual(f: h5py.File, path: Path) -> None:
+    other = _other_file(path, (BAG_N, BAG_D), "float32")
+    layout = h5py.VirtualLayout(shape=(BAG_N, BAG_D), dtype="float32")
+    layout[:] = h5py.VirtualSource(str(other), "x", shape=(BAG_N, BAG_D))
+    del f["features"]
+    f.create_virtual_dataset("features", layout)
+
+
+def _unknown_filter(f: h5py.File, path: Path) -> None:
+    data = f["features"][:]
+    _replace(f, "features", data=data, chunks=(2, BAG_D), compression=32001,
+             allow_unknown_filter=True)  # fmt: skip
+
+
+def _string_features(f: h5py.File, path: Path) -> None:
+    _replace(f, "features", data=np.full((BAG_N, BAG_D), b"0.5", dtype="S3"))
+
+
+def _compound_coords(f: h5py.File, path: Path) -> None:
+    rec = np.zeros((BAG_N, 2), dtype=[("x", "i8"), ("y", "i8")])
+    _replace(f, "coords", data=rec)
+
+
+def _float_coords(f: h5py.File, path: Path) -> None:
+    _replace(f, "coords", data=f["coords"][:].astype("float64"))
+
+
+def _declared_chunked(f: h5py.File, path: Path) -> None:  # 20 M patches, nothing stored
+    _replace(f, "features", shape=(20_000_000, BAG_D), dtype="float32", chunks=(64, BAG_D))
+
+
+def _declared_contiguous(f: h5py.File, path: Path) -> None:
+    _replace(f, "features", shape=(20_000_000, BAG_D), dtype="float32")
+
+
+def _declared_compressed(f: h5py.File, path: Path) -> None:  # one chunk of 312,500 stored
+    _replace(f, "features", shape=(20_000_000, BAG_D), dtype="float32", chunks=(64, BAG_D),
+             compression="gzip")  # fmt: skip
+    f["features"][:64] = np.ones((64, BAG_D), np.float32)
+
+
+def _compression_bomb(f: h5py.File, path: Path) -> None:
+    """Every chunk stored, each a few bytes of deflated zeros: 64 MB declared in ~70 kB."""
+    n = 2_000_000
+    _replace(f, "features", shape=(n, BAG_D), dtype="float32", chunks=(1 << 18, BAG_D),
+             compression="gzip", compression_opts=9, fillvalue=0.0)  # fmt: skip
+    ds = f["features"]
+    zeros = np.zeros((1 << 18, BAG_D), np.float32)
+    for start in range(0, n, 1 << 18):
+        ds[start : start + (1 << 18)] = zeros[: n - start]
+
+
+def _negative_coords(f: h5py.File, path: Path) -> None:
+    c = f["coords"][:]
+    c[2] = (-896, 0)
+    f["coords"][...] = c
+
+
+def _huge_coords(f: h5py.File, path: Path) -> None:
+    c = f["coords"][:]
+    c[3] = (1 << 40, 0)
+    f["coords"][...] = c
+
+
+def _huge_patch_attr(f: h5py.File, path: Path) -> None:
+    f.attrs["patch_size"] = 10**12
+
+
+def _window_mismatch(f: h5py.File, path: Path) -> None:
+    f.attrs["window_stride"] = 112  # 3 × 3 windows for a 448 px patch, but W = 4
+
+
+def _group_not_dataset(f: h5py.File, path: Path) -> None:
+    del f["coords"]
+    f.create_group("coords")
+
+
+#: Hostile variants of a valid bag: name → (edit of the open file, words the refusal holds).
+HOSTILE_BAGS = {
+    "external-storage": (_external_storage, "keeps its data in the external file"),
+    "external-link": (_external_link, "is an external link"),
+    "soft-link": (_soft_link, "is a soft link"),
+    "virtual-dataset": (_virtual, "is a virtual dataset"),
+    "unknown-filter": (_unknown_filter, "unknown HDF5 filter 32001"),
+    "string-features": (_string_features, "must hold floating-point numbers"),
+    "compound-coords": (_compound_coords, "must hold integers"),
+    "float-coords": (_float_coords, "must hold integers"),
+    "declared-not-stored-chunked": (_declared_chunked, "but stores 0"),
+    "declared-not-stored-contiguous": (_declared_contiguous, "but stores 0"),
+    "declared-not-stored-compressed": (_declared_compressed, "stores 1 of its 312500 chunks"),
+    "compression-bomb": (_compression_bomb, "what real features compress to"),
+    "negative-coords": (_negative_coords, "row 2 is (-896, 0), out of range"),
+    "huge-coords": (_huge_coords, "row 3 is (1099511627776, 0), out of range"),
+    "huge-patch-attribute": (_huge_patch_attr, "'patch_size' must be in [0, 65536]"),
+    "window-count-mismatch": (_window_mismatch, "window_features has W=4"),
+    "group-not-dataset": (_group_not_dataset, "'coords' is a Group, not a dataset"),
+}
+
+
+def hostile_bag(kind: str, directory: str | os.PathLike[str]) -> tuple[Path, str]:
+    """A bag of :data:`HOSTILE_BAGS` kind ``kind`` in ``directory``, and the words its
+    refusal must hold."""
+    edit, words = HOSTILE_BAGS[kind]
+    path = write_bag(Path(directory) / f"{kind}.h5")
+    with h5py.File(path, "r+") as f:
+        edit(f, path)
+    return path, words
