@@ -161,6 +161,10 @@ def url_secrets(url: str) -> list[str]:
     """
     bare, _, password = split_credentials(url)
     found = [password] if password else []
+    span = userinfo_span(url.strip())
+    if span is not None:  # the password as written too (percent-escapes and all)
+        written = url.strip()[span[0] : span[1]].partition(":")[2]
+        found += [written] if written else []
     query = urllib.parse.urlsplit(bare.replace(" ", "%20")).query
     for name, value in urllib.parse.parse_qsl(query, keep_blank_values=False):
         if value and _SECRET_NAME.fullmatch(name):
