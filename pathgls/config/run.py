@@ -9,7 +9,6 @@ Stability score).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -213,9 +212,11 @@ class StainConfig:
             raise ConfigError(f"alpha must be in [0, 50), got {self.alpha}")
         if not 0 < self.max_percentile <= 100:
             raise ConfigError(f"max_percentile must be in (0, 100], got {self.max_percentile}")
-        if not 0 < self.factor_low <= self.factor_high or not math.isfinite(self.factor_high):
+        in_range("factor_low", self.factor_low, 0, 10, open_low=True)
+        in_range("factor_high", self.factor_high, 0, 10, open_low=True)
+        if not self.factor_low <= self.factor_high:
             raise ConfigError(
-                "factor_low and factor_high must satisfy 0 < factor_low <= factor_high < inf, "
+                "factor_low and factor_high must satisfy 0 < factor_low <= factor_high <= 10, "
                 f"got {self.factor_low}, {self.factor_high}"
             )
         if not 0 <= self.min_tissue_fraction <= 1:

@@ -26,7 +26,7 @@ __all__ = [
     "write_sparse_tiff",
 ]
 
-# TIFF tag numbers and field types used below.
+# TIFF field types used below.
 _SHORT, _LONG = 3, 4
 
 
@@ -91,17 +91,13 @@ def write_sparse_tiff(
     return out
 
 
-def _tile_tags(path: Path, page: int) -> tuple[list[int], list[int], int, int]:
-    """``(offsets, counts, counts_tag_offset, count_item_size)`` of a page's tiles."""
+def _tile_tags(path: Path, page: int) -> tuple[list[int], list[int]]:
+    """``(offsets, counts)`` of a page's tiles."""
     import tifffile
 
     with tifffile.TiffFile(str(path)) as tif:
         p = tif.pages[page]
-        tag = p.tags["TileByteCounts"]
-        item = 8 if tif.is_bigtiff else 4
-        if tag.dtype in (3,):  # SHORT counts
-            item = 2
-        return list(p.dataoffsets), list(p.databytecounts), int(tag.valueoffset), item
+        return list(p.dataoffsets), list(p.databytecounts)
 
 
 def damage_jpeg_tile(
@@ -114,16 +110,17 @@ def damage_jpeg_tile(
 ) -> Path:
     """Damage one tile's JPEG data in place.
 
-    ``how="truncate"`` zeroes the second half of the tile's bytes ("Premature end of JPEG
-    file": OpenSlide refuses the tile); ``how="garbage"`` overwrites 200 bytes in its middle with
-    seeded random bytes (libjpeg warns; whether OpenSlide refuses depends on the warning).
+    ``how="truncate"`` cuts the tile's stream to its first quarter (its byte count is lowered:
+    "Premature end of JPEG file", which OpenSlide refuses); ``how="garbage"`` overwrites 200
+    bytes in its middle with seeded random bytes (libjpeg warns; whether OpenSlide refuses
+    depends on the warning).
     """
     p = Path(path)
-    offsets, counts, _, _ = _tile_tags(p, page)
+    offsets, counts = _tile_tags(p, page)
     start, n = offsets[tile], counts[tile]
     if how == "truncate":
-        at, data = start + n // 2, b"\0" * (n - n // 2)
-    elif how == "garbage":
+        return set_tile_byte_count(p, count=n // 4, tile=tile, page=page)
+    if how == "garbage":
         at = start + n // 2
         data = np.random.default_rng(seed).integers(0, 256, 200, dtype=np.uint8).tobytes()
     else:
@@ -137,15 +134,38 @@ def damage_jpeg_tile(
 def set_tile_byte_count(
     path: str | os.PathLike[str], *, count: int, tile: int = 0, page: int = 0
 ) -> Path:
-    """Set one tile's TileByteCounts entry to ``count`` in place (a BigTIFF takes 2^60)."""
+    """Set one tile's TileByteCounts entry to ``count`` in place.
+
+    A count too large for the tag's type (a 2^60 count in a LONG array) needs a BigTIFF: the
+    counts are then rewritten as LONG8 at the end of the file and the tag pointed at them.
+    """
+    import tifffile
+
     p = Path(path)
-    _, counts, at, item = _tile_tags(p, page)
+    with tifffile.TiffFile(str(p)) as tif:
+        tag = tif.pages[page].tags["TileByteCounts"]
+        counts = list(tif.pages[page].databytecounts)
+        bigtiff, entry, kind = tif.is_bigtiff, tag.offset, int(tag.dtype)
+        values_at = int(tag.valueoffset)
     if len(counts) == 1:
         raise ValueError("a single-tile page keeps its byte count inside the tag entry")
-    fmt = {2: "<H", 4: "<I", 8: "<Q"}[item]
+    size = {3: 2, 4: 4, 16: 8}[kind]
+    if count < 1 << (8 * size):
+        with p.open("r+b") as fh:
+            fh.seek(values_at + tile * size)
+            fh.write(count.to_bytes(size, "little"))
+        return p
+    if not bigtiff:
+        raise ValueError(f"a count of {count} needs a BigTIFF (8-byte counts)")
+    counts[tile] = count
     with p.open("r+b") as fh:
-        fh.seek(at + tile * item)
-        fh.write(struct.pack(fmt, count))
+        fh.seek(0, os.SEEK_END)
+        new_at = fh.tell()
+        fh.write(np.asarray(counts, dtype="<u8").tobytes())
+        fh.seek(entry + 2)  # BigTIFF entry: tag (2), type (2), count (8), value/offset (8)
+        fh.write(struct.pack("<H", 16))
+        fh.seek(entry + 12)
+        fh.write(struct.pack("<Q", new_at))
     return p
 
 

@@ -7,6 +7,8 @@ import os
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from pathgls.config import DEFAULT_PIXELS_PER_BYTE
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
 from pathgls.io.checksums import file_sha256
@@ -98,11 +100,19 @@ _SINGLE_FILE = frozenset({".svs", ".tif", ".tiff", ".ndpi", ".scn", ".bif", ".sv
 
 
 def _check_declared_size(reader: SlideReader, path: Path, limit: float) -> None:
-    """Refuse a slide whose level 0 declares more pixels than ``limit`` per byte of its file."""
+    """Refuse a slide whose level 0 declares more pixels than ``limit`` per byte of its file,
+    or (a TIFF) whose tiles or strips lie outside it."""
     if path.suffix.lower() not in _SINGLE_FILE:
         return
     w, h = reader.dimensions
     size = path.stat().st_size
+    problem = tiff_layout_problem(path, size) if isinstance(reader, OpenSlideReader) else None
+    if problem:
+        reader.close()
+        raise SlideOpenError(
+            f"{path}: {problem}; the file is damaged (or not what it says) and is not read",
+            path=str(path),
+        )
     if w * h > limit * size:
         reader.close()
         raise SlideOpenError(
@@ -111,6 +121,34 @@ def _check_declared_size(reader: SlideReader, path: Path, limit: float) -> None:
             "damaged or not a real slide",
             path=str(path),
         )
+
+
+def tiff_layout_problem(path: Path, size: int) -> str | None:
+    """Why the tiles (or strips) of a TIFF-based slide cannot all be in the file, or None.
+
+    A tile whose offset plus byte count lies beyond the file is damage or a lie; OpenSlide
+    asked for a 2^60-byte tile aborts the whole process (GLib cannot allocate it), so such a
+    slide is refused before any pixel is read. Files tifffile cannot parse are left to OpenSlide.
+    """
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(str(path)) as tif:
+            for index, page in enumerate(tif.pages):
+                offsets = np.asarray(page.dataoffsets, dtype=np.uint64)
+                counts = np.asarray(page.databytecounts, dtype=np.uint64)
+                if not counts.size:
+                    continue
+                ends = offsets.astype(np.float64) + counts.astype(np.float64)
+                worst = int(np.argmax(ends))
+                if ends[worst] > size:
+                    return (
+                        f"directory {index} says its block {worst} is {int(counts[worst])} bytes "
+                        f"at offset {int(offsets[worst])}, beyond the file's {size} bytes"
+                    )
+    except Exception:  # not a TIFF tifffile reads (a vendor variant): OpenSlide decides
+        return None
+    return None
 
 
 def _probe(reader: SlideReader) -> None:
