@@ -76,6 +76,7 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 200) -> 
     done = subprocess.run(
         [sys.executable, "-m", "pathgls", *args],
         env=full,
+        cwd=tempfile.gettempdir(),  # not a checkout: `python -m` imports from its folder first
         capture_output=True,
         text=True,
         timeout=timeout,
