@@ -77,12 +77,8 @@ def test_a_known_filter_this_hdf5_lacks_is_named(
 
 
 def _writer(path: Path) -> BagWriter:
-    from pathgls.testing.hostile import write_bag as _w
-
-    good = _w(path.with_name("model.h5"))
-    from pathgls.features.bags import validate_bag as v
-
-    meta = v(good)
+    """A writer of the bag :func:`write_bag` writes (its attributes), at ``path``."""
+    meta = validate_bag(write_bag(path.with_name("model.h5")))
     coords = np.stack([np.arange(BAG_N) * 896, np.zeros(BAG_N)], 1).astype(np.int64)
     return BagWriter(path, meta=meta, coords=coords)
 
