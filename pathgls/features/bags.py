@@ -387,7 +387,7 @@ class BagWriter:
                 leaves HDF5 in a state that crashes the process).
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for p in (self.path, self.partial):
+        for p in (self.path.parent, self.path, self.partial):
             if p.is_symlink():
                 raise BagError(
                     f"{p} is a symbolic link (to {os.readlink(p)}); pathgls never writes a bag "

@@ -78,12 +78,20 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
     if span is None:
         return url, None, None
     start, at = span
-    user, sep, password = url[start:at].partition(":")
-    return (
-        url[:start] + url[at + 1 :],
-        urllib.parse.unquote(user),
-        urllib.parse.unquote(password) if sep else None,
-    )
+    user, password = _user_password(url[start:at])
+    decoded = None if password is None else urllib.parse.unquote(password)
+    return url[:start] + url[at + 1 :], urllib.parse.unquote(user), decoded
+
+
+def _user_password(userinfo: str) -> tuple[str, str | None]:
+    """``(user, password)`` of a userinfo, as written (percent-escapes kept).
+
+    Every character but ``:`` is escaped first (``%`` too), so ``urllib.parse`` splits at the
+    first ``:`` whatever the password holds, and unescaping once gives the text as written.
+    """
+    parts = urllib.parse.urlsplit(f"http://{urllib.parse.quote(userinfo, safe=':')}@host")
+    user = urllib.parse.unquote(parts.username or "")
+    return user, None if parts.password is None else urllib.parse.unquote(parts.password)
 
 
 def _mask_query(query: str) -> str:
@@ -163,7 +171,7 @@ def url_secrets(url: str) -> list[str]:
     found = [password] if password else []
     span = userinfo_span(url.strip())
     if span is not None:  # the password as written too (percent-escapes and all)
-        written = url.strip()[span[0] : span[1]].partition(":")[2]
+        written = _user_password(url.strip()[span[0] : span[1]])[1]
         found += [written] if written else []
     query = urllib.parse.urlsplit(bare.replace(" ", "%20")).query
     for name, value in urllib.parse.parse_qsl(query, keep_blank_values=False):

@@ -21,6 +21,7 @@ import numpy as np
 
 from pathgls.io.atomic import write_text_atomic
 from pathgls.io.redact import redact
+from pathgls.io.rundir import make_dir
 from pathgls.jsontext import valid_unicode
 from pathgls.subjects.base import Subject, SubjectError, check_images
 
@@ -87,9 +88,16 @@ class SubjectCache:
         return text if isinstance(text, str) else None
 
     def put(self, key: str, text: str, meta: dict[str, Any]) -> None:
-        """Store a generation atomically."""
+        """Store a generation atomically.
+
+        Raises:
+            RunDirError: the entry's folder is a symbolic link (never written through).
+            OSError: it cannot be written.
+        """
         payload = json.dumps({"text": text, **meta}, ensure_ascii=False, indent=1)
-        write_text_atomic(self._path(key), payload, fsync=False)
+        path = self._path(key)
+        make_dir(self.dir, path.parent.name)
+        write_text_atomic(path, payload, fsync=False)
 
 
 def cached_generate(
