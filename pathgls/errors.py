@@ -46,6 +46,11 @@ class ConfigError(PathGLSError, ValueError):
     """A configuration value is invalid or a config file cannot be read."""
 
 
+class JSONTextError(PathGLSError, ValueError):
+    """JSON text from outside (a server, a model, a file) that cannot be read: invalid, a key
+    given twice in one object, nested too deeply, or not UTF-8 (see :mod:`pathgls.jsontext`)."""
+
+
 class UnknownNameError(PathGLSError, KeyError):
     """A registry was asked for a name it does not know."""
 
@@ -306,6 +311,15 @@ class LockedError(PathGLSError):
     def __init__(self, message: str, *, holder: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.holder = dict(holder or {})
+
+
+class RunDirError(PathGLSError):
+    """An output folder pathgls will not write: a file, inside an input folder, or holding a
+    symbolic link where pathgls writes its own files (the message names the path)."""
+
+
+class ClusterError(PathGLSError):
+    """The Ray cluster of a run stopped answering (no live node within the health deadline)."""
 
 
 class RunIntegrityError(PathGLSError):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pathgls.errors import ScoreCardError
+from pathgls.jsontext import JSONTextError, loads_strict
 
 if TYPE_CHECKING:
     from pathgls.evidence import ModuleEvidence
@@ -415,11 +416,12 @@ class ScoreCard:
         """A card from its JSON text (any version this pathgls reads).
 
         Raises:
-            ScoreCardError: not JSON, or not a card (see :meth:`from_dict`).
+            ScoreCardError: not JSON (or a key given twice, or nested too deeply), or not a
+                card (see :meth:`from_dict`).
         """
         try:
-            data = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
+            data = loads_strict(text)
+        except JSONTextError as e:  # invalid, not UTF-8, a key given twice, nested too deeply
             raise ScoreCardError(f"not JSON: {e}") from e
         return cls.from_dict(data)
 

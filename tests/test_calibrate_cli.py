@@ -210,7 +210,7 @@ def test_gate_uses_calibrated_config(tmp_path: Path) -> None:
         (["--weights", "grounding=0.5,logic"], "--weights must be module=weight"),
         (["--weights", "grounding=high"], "--weights must be module=weight"),
         (["--weights", "logic=0.5,logic=0.2"], "logic given twice"),
-        (["--weights", "logic=-1"], "must be finite and ≥ 0"),
+        (["--weights", "logic=-1"], "must be a number in [0, 1e+06]"),
         (["--config", "{cfg}"], "unknown key gate.deplo"),
         (["--config", "{missing}"], "cannot read config file"),
         (["--config", "{cfg}", "--review", "0.9"], "below the review threshold"),

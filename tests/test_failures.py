@@ -20,12 +20,12 @@ from pathgls.inspect.failures import (
     attack_diff,
     describe_card,
     grounding_figure,
-    item_path,
     load_run,
     logic_figure,
     logic_view,
     lowest_trust,
 )
+from pathgls.inspect.paths import item_path
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ScoreCard
@@ -216,7 +216,8 @@ def test_grounding_figure_finds_an_item_the_run_named_from_another_folder(
     fig = grounding_figure(card, run_dir=Path("..") / "runs" / "demo", max_side=128)
     assert fig.axes[0].images, "the item's picture was not found: a blank figure"
     assert "grounding missing" in fig.axes[0].get_title()
-    assert item_path(card, Path("../runs/demo")).resolve() == sample_ihc.resolve()
+    item = item_path(card.inputs["item"], run_dir=Path("..") / "runs" / "demo")
+    assert item.resolve() == sample_ihc.resolve()
     # a picture found nowhere: the figure says so in its body, not only in a small title
     card.inputs["item"] = "runs/demo/inputs/gone.png"
     fig = grounding_figure(card, run_dir=Path("..") / "runs" / "demo")

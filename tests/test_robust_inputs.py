@@ -19,8 +19,8 @@ N, W, D = 6, 4, 8
 def _meta() -> BagMeta:
     return BagMeta(
         encoder="hf:tiny",
-        patch_size=512,
-        patch_size_level0=1024,
+        patch_size=448,  # 2 × 2 windows of 224 px: W = 4
+        patch_size_level0=896,
         target_magnification=20.0,
         target_mpp=0.5,
         level0_magnification=40.0,
@@ -37,7 +37,7 @@ def _meta() -> BagMeta:
 
 def _bag(path: Path) -> Path:
     rng = np.random.default_rng(0)
-    coords = np.stack([np.arange(N) * 1024, np.zeros(N)], 1).astype(np.int64)
+    coords = np.stack([np.arange(N) * 896, np.zeros(N)], 1).astype(np.int64)
     win = rng.normal(size=(N, W, D)).astype(np.float32)
     with BagWriter(path, meta=_meta(), coords=coords) as w:
         w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
@@ -46,7 +46,7 @@ def _bag(path: Path) -> Path:
 
 
 def test_writing_non_finite_features_is_a_bag_error(tmp_path: Path) -> None:
-    coords = np.stack([np.arange(N) * 1024, np.zeros(N)], 1).astype(np.int64)
+    coords = np.stack([np.arange(N) * 896, np.zeros(N)], 1).astype(np.int64)
     win = np.full((N, W, D), np.nan, np.float32)
     expected = r"non-finite \(NaN or inf\) features in patches 0\.\.5"
     with (
@@ -188,7 +188,7 @@ def test_labels_and_validation_tables_use_the_same_reader(tmp_path: Path) -> Non
         (["--weights", "grounding=0.5,logic=0.3,stabilty=0.2"], "'stabilty' (did you mean"),
         (["--floor", "groundng=0.3"], "'groundng' (did you mean 'grounding'?)"),
         (["--deploy", "nan"], "got nan"),
-        (["--weights", "grounding=inf"], "must be finite"),
+        (["--weights", "grounding=inf"], "must be a number in [0, 1e+06]"),
     ],
 )
 def test_gate_refuses_typos_and_non_finite_numbers(

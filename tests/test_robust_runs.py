@@ -245,6 +245,31 @@ def test_manifest_ends_failed_or_interrupted_with_the_reason(
     assert manifest.reason.startswith(type(error).__name__)
 
 
+def test_an_interrupt_between_a_card_and_its_count_still_counts_the_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roi: Path
+) -> None:
+    """A signal that lands after a card reached the disk but before the run counted it: the
+    manifest counts the card on disk (a SIGTERM in CI once left ``evaluated = 0`` beside one)."""
+    from pathgls.runner import run as run_module
+
+    src = tmp_path / "src"
+    _link(src, roi, "one.png", "two.png")
+
+    def interrupted(self: object, item_id: str, cards: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module.RunTimings, "add_item", interrupted)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(
+            source=src, config=load_config(run={"subjects": ("captioner",)}), out=out, plots=False
+        )
+    manifest = read_manifest(out)
+    assert manifest.status == "interrupted"
+    assert len(list((out / "scorecards").rglob("*.json"))) == 1
+    assert manifest.counts.evaluated == 1
+
+
 def test_a_manifest_write_failure_never_hides_the_original_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roi: Path
 ) -> None:

@@ -114,7 +114,7 @@ def stain_factors(
             raise StainInputError(
                 f"image ids must be str or int, got {type(image_id).__name__} at position {i}"
             )
-        key = f"{int(seed)}\x1f{image_id}".encode()
+        key = f"{int(seed)}\x1f{image_id}".encode("utf-8", "surrogatepass")
         digest = hashlib.blake2b(key, digest_size=8, person=b"pathgls-stain").digest()
         generator = torch.Generator(device="cpu")
         generator.manual_seed(int.from_bytes(digest, "big") >> 1)

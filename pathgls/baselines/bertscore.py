@@ -195,10 +195,10 @@ def resolve_bertscore_model(model: str) -> Path:
 def _load_encoder(location: Path, *, name: str) -> Any:
     from transformers import AutoModel
 
-    from pathgls.hub.hf import quiet_loading
+    from pathgls.hub.hf import quiet_loading, refusing_pickles
 
     try:
-        with quiet_loading():
+        with quiet_loading(), refusing_pickles(f"BERTScore model {name}", location):
             model, info = AutoModel.from_pretrained(
                 str(location), local_files_only=True, output_loading_info=True
             )

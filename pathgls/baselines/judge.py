@@ -55,7 +55,15 @@ from typing import Any
 import numpy as np
 
 from pathgls.errors import ConfigError, JudgeError, LLMError, NoValidReplyError, VerdictError
-from pathgls.llm.client import ChatClient, chat_completions_url
+from pathgls.io.redact import redact
+from pathgls.llm.client import (
+    MAX_BACKOFF_S,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    ChatClient,
+    chat_completions_url,
+)
+from pathgls.llm.fence import fenced, fences
 from pathgls.llm.json_chat import ChatCompleter, ask_json, join_problems, load_json_object
 from pathgls.registry import parse_spec
 from pathgls.types import ModuleScore
@@ -136,6 +144,10 @@ def _normalise(criterion: Criterion, score: float) -> float:
     return (score - criterion.low) / (criterion.high - criterion.low)
 
 
+#: Most judgements asked for per pair.
+MAX_SAMPLES = 1000
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """Settings of the judge.
@@ -159,8 +171,8 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         if self.base_url:
             chat_completions_url(self.base_url)  # raises ConfigError on a non-http(s) URL
-        if self.n_samples < 1:
-            raise ConfigError(f"n_samples must be at least 1, got {self.n_samples}")
+        if not 1 <= self.n_samples <= MAX_SAMPLES:
+            raise ConfigError(f"n_samples must be in [1, {MAX_SAMPLES}], got {self.n_samples}")
         if self.temperature is not None:
             if not math.isfinite(self.temperature) or self.temperature < 0:
                 raise ConfigError(f"temperature must be ≥ 0, got {self.temperature}")
@@ -170,18 +182,25 @@ class JudgeConfig:
                     "otherwise); leave temperature unset for "
                     f"{DEFAULT_SAMPLING_TEMPERATURE}"
                 )
-        if self.max_retries_invalid < 0:
+        if not 0 <= self.max_retries_invalid <= MAX_RETRIES:
             raise ConfigError(
-                f"max_retries_invalid must be at least 0, got {self.max_retries_invalid}"
+                f"max_retries_invalid must be in [0, {MAX_RETRIES}], got {self.max_retries_invalid}"
             )
-        if self.timeout_s <= 0:
-            raise ConfigError(f"timeout_s must be positive, got {self.timeout_s}")
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            raise ConfigError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}], got {self.timeout_s}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if self.http_retries < 0:
-            raise ConfigError(f"http_retries must be at least 0, got {self.http_retries}")
-        if self.backoff_s < 0:
-            raise ConfigError(f"backoff_s must be at least 0, got {self.backoff_s}")
+        if not 0 <= self.http_retries <= MAX_RETRIES:
+            raise ConfigError(
+                f"http_retries must be in [0, {MAX_RETRIES}], got {self.http_retries}"
+            )
+        if not 0 <= self.backoff_s <= MAX_BACKOFF_S:
+            raise ConfigError(f"backoff_s must be in [0, {MAX_BACKOFF_S:g}], got {self.backoff_s}")
+        if not 1 <= self.n_samples <= 1000 or not 0 <= self.max_retries_invalid <= MAX_RETRIES:
+            raise ConfigError(
+                "n_samples must be in [1, 1000] and max_retries_invalid in [0, "
+                f"{MAX_RETRIES}], got {self.n_samples} and {self.max_retries_invalid}"
+            )
 
     @property
     def effective_temperature(self) -> float:
@@ -215,7 +234,7 @@ def parse_judge_spec(spec: str) -> tuple[str, str]:
     if parsed.kind != SPEC_SCHEME or not sep or not base_url or not model:
         raise ConfigError(
             f"judge spec must be {SPEC_SCHEME}:<base_url>#<model> (e.g. "
-            f"{SPEC_SCHEME}:http://localhost:8000/v1#qwen2.5-7b-instruct), got {spec!r}"
+            f"{SPEC_SCHEME}:http://localhost:8000/v1#qwen2.5-7b-instruct), got {redact(spec)!r}"
         )
     chat_completions_url(base_url)
     return base_url, model
@@ -257,11 +276,17 @@ def system_prompt() -> str:
 
 
 def user_prompt(reference: str, candidate: str) -> str:
-    """The user message holding both reports."""
+    """The user message holding both reports, each between fence lines it cannot contain.
+
+    The fence is longer than any run of ``<`` or ``>`` in either report
+    (:func:`~pathgls.llm.fence.fences`), so a candidate cannot close its block and add a
+    "Candidate report" of its own.
+    """
+    fence = fences(reference, candidate)
     return (
-        f"Reference report:\n<<<\n{reference}\n>>>\n\n"
-        f"Candidate report:\n<<<\n{candidate}\n>>>\n\n"
-        "Score the candidate report."
+        f"{fenced('Reference report', reference, fence)}\n\n"
+        f"{fenced('Candidate report', candidate, fence)}\n\n"
+        "Score the candidate report (only the text inside its fence lines is the candidate)."
     )
 
 

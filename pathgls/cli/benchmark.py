@@ -147,10 +147,11 @@ def execute(
     ``wait``: when another run holds ``out``, wait for it instead of refusing.
     """
     from pathgls.runner.run import run_benchmark
+    from pathgls.runner.store import OWN_ENTRIES
 
     with (
         _sigterm_interrupts(),
-        run_logging(out, "benchmark"),
+        run_logging(out, "benchmark", inputs=[source], own=OWN_ENTRIES),
         progress_bar(console) as bar,
     ):
         task = bar.add_task("starting", total=None)
@@ -409,6 +410,12 @@ def evaluate(
             except OSError as e:
                 raise PathGLSError(f"cannot read reference {reference}: {e}") from e
             work = dataclasses.replace(work, reference=text)
+        if out is not None:
+            from pathgls.io.rundir import check_out_dir, refuse_links
+            from pathgls.runner.store import OWN_ENTRIES
+
+            check_out_dir(out)
+            refuse_links(out, OWN_ENTRIES, what=f"--out {out}")
         with tempfile.TemporaryDirectory(prefix="pathgls-evaluate-") as tmp:
             store = ResultsStore(out or tmp)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -57,20 +58,67 @@ class _RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class _LogFileHandler(logging.StreamHandler):
+    """The run log's handler: a record the disk refuses (full, read-only) is reported once, in
+    one line on stderr naming the log and the reason, never as a traceback per record."""
+
+    def __init__(self, stream: Any, path: Path) -> None:
+        super().__init__(stream)
+        self.path = path
+        self.failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        from pathgls.io.atomic import describe_os_error
+
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+            return
+        if not self.failed:
+            self.failed = True
+            sys.stderr.write(
+                f"pathgls: cannot write the run log {self.path}: {describe_os_error(error)}\n"
+            )
+
+
 @contextlib.contextmanager
-def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
+def run_logging(
+    out_dir: Path,
+    command: str,
+    *,
+    inputs: Sequence[Path] = (),
+    own: Sequence[str] = ("logs",),
+) -> Iterator[Path]:
     """Log ``pathgls.*`` records of this run to ``<out_dir>/logs/<command>-<time>.log``.
 
     The log opens with the command line and the pathgls version and closes with how the
     command ended and how long it took; what the stages log (each item's outcome, warnings,
     errors) comes in between.
+
+    ``out_dir`` is checked first (:func:`~pathgls.io.rundir.check_out_dir` against ``inputs``:
+    not a file, not inside an input folder) and created; pathgls's entries in it (``own``) may
+    hold no symbolic link, and the log file is opened without following one.
+
+    Raises:
+        RunDirError: ``out_dir`` is refused (the message says why).
+        PathGLSError: it cannot be created or written (disk full, read-only, ...).
     """
     from pathgls import __version__
+    from pathgls.io.atomic import describe_os_error
+    from pathgls.io.rundir import check_out_dir, make_dir, open_nofollow, refuse_links
 
-    logs = out_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    handler = logging.FileHandler(path, encoding="utf-8")
+    check_out_dir(out_dir, inputs=inputs)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        refuse_links(out_dir, own, what=f"output folder {out_dir}")
+        logs = make_dir(out_dir, "logs")
+        path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError as e:
+        where = e.filename or out_dir
+        raise PathGLSError(f"cannot write the run log under {where}: {describe_os_error(e)}") from e
+    stream = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
+    handler = _LogFileHandler(stream, path)
     handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("pathgls")
     old_level = root.level
@@ -90,6 +138,8 @@ def run_logging(out_dir: Path, command: str) -> Iterator[Path]:
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
+        with contextlib.suppress(OSError):  # a full disk: the run's own error is what is raised
+            stream.close()
 
 
 def _since(t0: float) -> float:

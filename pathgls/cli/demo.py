@@ -118,12 +118,22 @@ def write_crops(slide: Path, directory: Path) -> list[Path]:
 
 
 def example_subject(out: Path) -> str:
-    """Copy the demo's example reports into ``out`` and return their ``replay:`` subject spec."""
+    """Copy the demo's example reports into ``out`` and return their ``replay:`` subject spec.
+
+    Raises:
+        RunDirError: ``out`` is a file.
+        PathGLSError: the file cannot be written.
+    """
+    from pathgls.io.atomic import describe_os_error, write_bytes_atomic
     from pathgls.io.resources import resource
+    from pathgls.io.rundir import check_out_dir
 
     target = out / EXAMPLES_RESOURCE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(resource(EXAMPLES_RESOURCE), target)
+    check_out_dir(out)
+    try:  # replaces whatever is there (a planted link too) instead of writing through it
+        write_bytes_atomic(target, resource(EXAMPLES_RESOURCE).read_bytes(), fsync=False)
+    except OSError as e:
+        raise PathGLSError(f"cannot write {target}: {describe_os_error(e)}") from e
     return f"replay:{target}"
 
 

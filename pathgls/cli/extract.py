@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -106,57 +106,83 @@ def extract(
             paths = [sample_path(sample)]
     except PathGLSError as e:
         fail(console, e)
+    try:
+        if slides is not None:
+            from pathgls.tiling import find_slides
+
+            paths = find_slides(slides)
+        with run_logging(out, "extract", own=EXTRACT_ENTRIES) as log_path:
+            results, elapsed = _extract_all(cfg, paths, out, console)
+    except PathGLSError as e:
+        fail(console, e)
+    _report(results, elapsed, log_path, console)
+
+
+#: What ``pathgls extract`` writes in its output folder (none of it may be a link): bags, the
+#: patches files (``<mag>x_<size>px_<overlap>px_overlap/``), logs and the effective config.
+EXTRACT_ENTRIES = ("features_*", "*px_overlap", "logs", "extract-config.*")
+
+
+def _extract_all(
+    cfg: Any, paths: list[Path], out: Path, console: Console
+) -> tuple[list[Any], float]:
+    """Save the config, build the encoder and extract every slide (inside the run log).
+
+    Returns:
+        The per-slide results and the seconds they took.
+    """
     from pathgls.encoders import build_encoder
     from pathgls.features.extract import ExtractResult, extract_slides
+    from pathgls.io.atomic import describe_os_error
 
-    if slides is not None:
-        from pathgls.tiling import find_slides
+    try:
+        save_effective_config(cfg, out, name="extract-config")
+    except OSError as e:
+        raise PathGLSError(
+            f"cannot write {out / 'extract-config.toml'}: {describe_os_error(e)}"
+        ) from e
+    try:
+        enc = build_encoder(cfg.encoder)
+    except PathGLSError as e:
+        logging.getLogger("pathgls.features.extract").error("%s", e)
+        raise
+    if enc.random_weights:
+        console.print(
+            f"[yellow]warning:[/] encoder {cfg.encoder.name} has random weights: "
+            "its features prove wiring only, never report them as results"
+        )
+    t0 = time.perf_counter()
+    with progress_bar(console) as progress:
+        overall = progress.add_task("slides", total=len(paths))
+        current = progress.add_task("patches", total=None)
 
-        try:
-            paths = find_slides(slides)
-        except PathGLSError as e:
-            fail(console, e)
-    out.mkdir(parents=True, exist_ok=True)
-    save_effective_config(cfg, out, name="extract-config")
-    with run_logging(out, "extract") as log_path:
-        try:
-            enc = build_encoder(cfg.encoder)
-        except PathGLSError as e:
-            logging.getLogger("pathgls.features.extract").error("%s", e)
-            fail(console, e)
-        if enc.random_weights:
-            console.print(
-                f"[yellow]warning:[/] encoder {cfg.encoder.name} has random weights: "
-                "its features prove wiring only, never report them as results"
-            )
-        t0 = time.perf_counter()
-        with progress_bar(console) as progress:
-            overall = progress.add_task("slides", total=len(paths))
-            current = progress.add_task("patches", total=None)
+        def on_start(p: Path, i: int) -> None:
+            progress.reset(current, total=None, description=p.name)
 
-            def on_start(p: Path, i: int) -> None:
-                progress.reset(current, total=None, description=p.name)
+        def on_progress(done: int, total: int) -> None:
+            progress.update(current, completed=done, total=total)
 
-            def on_progress(done: int, total: int) -> None:
-                progress.update(current, completed=done, total=total)
+        def on_done(r: ExtractResult) -> None:
+            if r.status == "skipped":
+                progress.update(current, total=r.n_patches, completed=r.n_patches)
+            progress.advance(overall)
 
-            def on_done(r: ExtractResult) -> None:
-                if r.status == "skipped":
-                    progress.update(current, total=r.n_patches, completed=r.n_patches)
-                progress.advance(overall)
+        results = extract_slides(
+            slides=paths,
+            out_dir=out,
+            encoder=enc,
+            config=cfg,
+            mpp=cfg.run.mpp,
+            on_start=on_start,
+            progress=on_progress,
+            on_done=on_done,
+            verify=cfg.run.verify,
+        )
+    return results, time.perf_counter() - t0
 
-            results = extract_slides(
-                slides=paths,
-                out_dir=out,
-                encoder=enc,
-                config=cfg,
-                mpp=cfg.run.mpp,
-                on_start=on_start,
-                progress=on_progress,
-                on_done=on_done,
-                verify=cfg.run.verify,
-            )
-        elapsed = time.perf_counter() - t0
+
+def _report(results: list[Any], elapsed: float, log_path: Path, console: Console) -> None:
+    """Print each slide's failure and warnings and the counts; exit 1 when a slide failed."""
     for r in results:
         if r.status == "failed":
             console.print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from rich.table import Table
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
 from pathgls.io.rundirs import check_run_dir
+from pathgls.jsontext import JSONTextError, loads_strict
 from pathgls.types import ScoreCard
 
 Arg = typer.Argument
@@ -126,8 +126,8 @@ def _configs(
 
 def _load(path: Path) -> ScoreCard:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = loads_strict(path.read_bytes())
+    except (OSError, JSONTextError) as e:  # JSONTextError: a key twice, too deep, not UTF-8
         raise PathGLSError(f"unreadable: {e}") from e
     if not isinstance(data, dict) or "item_id" not in data:
         raise PathGLSError("not a ScoreCard (no item_id)")

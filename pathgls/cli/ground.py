@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -19,6 +20,9 @@ from pathgls.cli.common import fail
 from pathgls.config import PathGLSConfig
 from pathgls.errors import PathGLSError
 from pathgls.io.sniff import read_text_bytes
+
+if TYPE_CHECKING:
+    from pathgls.features.session import SlideSession
 
 Opt = typer.Option
 
@@ -242,7 +246,15 @@ def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Backgro
     enc, foils = load_grounding_models(cfg)
     gc = cfg.grounding
     if request.bag is not None:
-        with open_bag_source(request.bag) as src:
+        with contextlib.ExitStack() as stack:
+            # with --slide, the bag is checked against it (coordinates inside the slide)
+            session = (
+                stack.enter_context(session_for(request.slide, tiling=cfg.tiling, mpp=cfg.run.mpp))
+                if request.slide is not None
+                else None
+            )
+            size = session.dimensions if session is not None else None
+            src = stack.enter_context(open_bag_source(request.bag, slide_size=size))
             result = ground_report(
                 report=analyzed,
                 source=src,
@@ -253,7 +265,7 @@ def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Backgro
             )
             background = None
             if request.heatmap:
-                image, size = _slide_thumbnail(request, src, cfg)
+                image, size = _slide_thumbnail(request, src, cfg, session)
                 background = Background(image, size, (0.0, 0.0), src.coords, src.patch_size_level0)
         return result, background
     if request.image is not None:
@@ -283,12 +295,14 @@ def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Backgro
 
 
 def _slide_thumbnail(
-    request: GroundRequest, src: Any, cfg: PathGLSConfig
+    request: GroundRequest, src: Any, cfg: PathGLSConfig, session: SlideSession | None
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """The slide's thumbnail for a heat map: --slide, else the path recorded in the bag."""
     from pathgls.features.bags import validate_bag
     from pathgls.features.session import session_for
 
+    if session is not None:  # --slide, opened for the bag's check
+        return _thumbnail_of(session, request, src)
     slide = request.slide
     if slide is None:
         recorded = str(validate_bag(src.path).extras.get("slide_path", ""))
@@ -298,12 +312,19 @@ def _slide_thumbnail(
                 f"in the bag ({recorded or 'none'}); pass --slide"
             )
         slide = Path(recorded)
-    with session_for(slide, tiling=cfg.tiling, mpp=cfg.run.mpp) as session:
-        if session.reader.name != src.name:
-            raise PathGLSError(
-                f"--slide {slide} is {session.reader.name!r}, the bag is of {src.name!r}"
-            )
-        return session.thumbnail(request.thumbnail_size), session.reader.dimensions
+    with session_for(slide, tiling=cfg.tiling, mpp=cfg.run.mpp) as recorded_session:
+        return _thumbnail_of(recorded_session, request, src)
+
+
+def _thumbnail_of(
+    session: SlideSession, request: GroundRequest, src: Any
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The session's slide thumbnail and level-0 size, once the slide is the bag's."""
+    if session.reader.name != src.name:
+        raise PathGLSError(
+            f"--slide {session.path} is {session.reader.name!r}, the bag is of {src.name!r}"
+        )
+    return session.thumbnail(request.thumbnail_size), session.dimensions
 
 
 def _draw(result: Any, thumb: Background | None, entity: str, out: Path) -> None:

@@ -16,6 +16,7 @@ from pathgls.cli.common import fail, progress_bar
 from pathgls.errors import PathGLSError, SameInputError
 from pathgls.io.sniff import read_text_bytes
 from pathgls.io.tables import read_table
+from pathgls.jsontext import JSONTextError, loads_strict
 
 Opt = typer.Option
 
@@ -68,9 +69,11 @@ def read_reports(
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError as e:
+                obj = loads_strict(line)
+            except JSONTextError as e:  # a key twice, too deep, invalid
                 raise PathGLSError(f"{path}:{i}: not JSON: {e}") from e
+            if not isinstance(obj, dict):
+                raise PathGLSError(f"{path}:{i}: expected a JSON object, got {type(obj).__name__}")
             key = next((c for c in names if c in obj), None)
             if key is None:
                 raise PathGLSError(f"{path}:{i}: no report key (tried {', '.join(names)})")

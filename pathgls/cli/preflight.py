@@ -32,7 +32,7 @@ from typing import Any
 from pathgls.errors import ConfigError, ModelNotFoundError, NoSlidesFoundError, NotTextError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
-from pathgls.io.sniff import file_binary_format, read_text_bytes
+from pathgls.io.sniff import file_binary_format, file_signature_format, read_text_bytes
 from pathgls.registry import RegistryEntry, Spec, parse_model_ref
 
 #: Suffixes of files ``pathgls benchmark``/``extract`` take as slides or ROI images (the
@@ -318,9 +318,9 @@ def config_file(path: str | os.PathLike[str] | None) -> None:
     from pathgls.config.convert import read_toml
 
     try:
-        found = file_binary_format(path)
+        found = file_signature_format(path)
     except OSError:
         found = None  # the loader names the problem
     if found is not None:
         raise ConfigError(f"cannot read config file {path}: it is {found}, not TOML text")
-    read_toml(path)
+    read_toml(path)  # reads UTF-16/32 with a BOM; names any other encoding or binary data

@@ -47,7 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathgls.config.convert import from_dict, read_toml, to_dict, write_toml
+from pathgls.config.convert import (
+    from_dict,
+    read_toml,
+    to_dict,
+    write_text_replacing,
+    write_toml,
+)
 from pathgls.config.run import (
     DEFAULT_ATTACK,
     EXECUTORS,
@@ -81,6 +87,8 @@ from pathgls.config.scoring import (
 )
 from pathgls.config.slide import (
     DEFAULT_ENCODER,
+    DEFAULT_LEVEL_READ_PIXELS,
+    DEFAULT_PIXELS_PER_BYTE,
     MPP_AT_1X,
     SLIDE_SECTIONS,
     BagConfig,
@@ -112,6 +120,17 @@ class PathGLSConfig:
     stain: StainConfig = field(default_factory=StainConfig)
     hare: HareConfig = field(default_factory=HareConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+
+    def __post_init__(self) -> None:
+        s, patch = self.stream, self.tiling.patch_size
+        need = s.buffer_bytes(patch)
+        if need > s.max_buffer_mb << 20:
+            raise ConfigError(
+                f"stream.workers = {s.workers}, stream.prefetch = {s.prefetch} and "
+                f"stream.batch_size = {s.batch_size} with tiling.patch_size = {patch} need "
+                f"{need / 2**20:.0f} MiB of patch buffers, more than stream.max_buffer_mb = "
+                f"{s.max_buffer_mb}: lower them (or raise max_buffer_mb)"
+            )
 
 
 #: Tables a config file may carry that record where its values came from (``pathgls calibrate``
@@ -200,7 +219,9 @@ def save_effective_config(
     """Write the effective config as ``<name>.toml`` (and ``<name>.json``) into ``directory``."""
     out = Path(directory)
     toml_path = save_config(config, out / f"{name}.toml")
-    (out / f"{name}.json").write_text(json.dumps(to_dict(config), indent=2, sort_keys=True))
+    write_text_replacing(
+        out / f"{name}.json", json.dumps(to_dict(config), indent=2, sort_keys=True)
+    )
     return toml_path
 
 
@@ -233,6 +254,8 @@ def validate_run(config: PathGLSConfig) -> None:
 __all__ = [
     "DEFAULT_ATTACK",
     "DEFAULT_ENCODER",
+    "DEFAULT_LEVEL_READ_PIXELS",
+    "DEFAULT_PIXELS_PER_BYTE",
     "DEFAULT_WEIGHTS",
     "DELTAS",
     "EXECUTORS",

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
+import tempfile
 import tomllib
 import types
 import typing
@@ -34,6 +36,39 @@ def require(condition: bool, message: str) -> None:
     """
     if not condition:
         raise ConfigError(message)
+
+
+def _shown(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def in_range(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a finite number in the range.
+
+    Every bounded setting goes through here, so a value that would overflow, allocate without
+    end or wait for ever (``1e308``, ``nan``, ``2**60``) is refused with the setting's name:
+    ``"timeout_s must be a number in (0, 86400], got 1e+300"``.
+    """
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and (value > low if open_low else value >= low)
+        and (value < high if open_high else value <= high)
+    )
+    if not ok:
+        lo, hi = "(" if open_low else "[", ")" if open_high else "]"
+        raise ConfigError(
+            f"{name} must be a number in {lo}{_shown(low)}, {_shown(high)}{hi}, got {value!r}"
+        )
 
 
 def _join(where: str, key: str) -> str:
@@ -203,11 +238,58 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except UnicodeDecodeError as e:  # a binary file (an image, a bag) given as the config
-        raise ConfigError(f"cannot read config file {path}: not UTF-8 text ({e.reason})") from e
-    except (OSError, tomllib.TOMLDecodeError) as e:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from e
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
+    text = _config_text(raw, path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from e
+    except RecursionError as e:  # arrays nested thousands deep
+        raise ConfigError(f"cannot read config file {path}: nested too deeply") from e
+
+
+#: Largest config file read (a config is a few kB).
+MAX_CONFIG_BYTES = 16 << 20
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def _config_text(raw: bytes, path: str | os.PathLike[str]) -> str:
+    """The text of a config file: UTF-8, or UTF-8/16/32 with a byte-order mark (Windows editors
+    save UTF-16 with one); anything else is refused naming the encoding problem.
+
+    Raises:
+        ConfigError: not decodable, or a lone surrogate / NUL in the text.
+    """
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            raw, encoding = raw[len(bom) :], codec
+            break
+    else:
+        encoding = "utf-8"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        hint = " (UTF-16 without a byte-order mark?)" if b"\x00" in raw else ""
+        raise ConfigError(
+            f"config file {path} is not {encoding.upper()} text{hint}: byte {e.start} "
+            f"({raw[e.start : e.start + 4]!r}) cannot be decoded; save it as UTF-8"
+        ) from e
+    if "\x00" in text:
+        raise ConfigError(
+            f"config file {path} holds NUL characters (UTF-16 without a byte-order mark?); "
+            "save it as UTF-8"
+        )
+    return text
 
 
 def write_toml(data: Mapping[str, Any], path: str | os.PathLike[str], *, header: str = "") -> Path:
@@ -218,10 +300,28 @@ def write_toml(data: Mapping[str, Any], path: str | os.PathLike[str], *, header:
         path: The file.
         header: Comment lines written first (each gets its ``# ``).
     """
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return write_text_replacing(path, comment + tomli_w.dumps(dict(data)))
+
+
+def write_text_replacing(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to a new temporary file beside ``path`` and rename it over ``path``.
+
+    The temporary file is created exclusively (never an existing file or link), and the rename
+    replaces a link at ``path`` rather than writing through it.
+
+    Raises:
+        OSError: the folder cannot be created or written (the temporary file is removed).
+    """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(comment + tomli_w.dumps(dict(data)), encoding="utf-8")
-    os.replace(tmp, out)
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8", "backslashreplace"))
+        os.chmod(name, 0o644)
+        os.replace(name, out)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
     return out

@@ -9,12 +9,24 @@ Stability score).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pathgls.config.convert import require
+from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
+
+#: Largest seed (numpy and torch take 64-bit seeds).
+MAX_SEED = 2**63 - 1
+#: Largest µm/px accepted for a slide (1 mm per pixel: no microscope image is coarser).
+MAX_MPP = 1000.0
+#: Most Ray actors a run may ask for.
+MAX_RAY_WORKERS = 4096
+#: Longest image side a subject is sent, or a thumbnail is drawn at, in pixels.
+MAX_IMAGE_SIDE = 16384
+#: Bounds of the request settings (the chat client holds to the same).
+MAX_TIMEOUT_S = 86400.0
+MAX_BACKOFF_S = 3600.0
+MAX_RETRIES = 100
 
 #: The attack of the PathGLS paper, used when none is named.
 DEFAULT_ATTACK = "false-malignant-history"
@@ -52,6 +64,10 @@ class RunConfig:
     # and feature bags against it, even when its size, mtime and header are unchanged (without
     # it, a full hash is only taken when the mtime changed).
     verify: bool = False
+    # Seconds the Ray driver waits without any result before it checks the cluster; a cluster
+    # without a live node (or that does not answer) for as long again ends the run (manifest
+    # "failed"). Below 30: Ray itself ends a driver that cannot reach its head for 60 s.
+    ray_health_s: float = 20.0
 
     def __post_init__(self) -> None:
         subjects = tuple(s.strip() if isinstance(s, str) else s for s in self.subjects)
@@ -63,18 +79,17 @@ class RunConfig:
         require(not twice, f"subjects: {', '.join(twice)} given twice")
         object.__setattr__(self, "subjects", subjects)
         require(bool(self.attack.strip()), "attack must name an attack prompt")
-        require(self.mpp is None or self.mpp > 0, f"mpp must be > 0, got {self.mpp}")
-        require(
-            self.subject_failure_limit >= 0,
-            f"subject_failure_limit must be >= 0, got {self.subject_failure_limit}",
-        )
+        in_range("seed", self.seed, 0, MAX_SEED)
+        if self.mpp is not None:
+            in_range("mpp", self.mpp, 0, MAX_MPP, open_low=True)
+        in_range("subject_failure_limit", self.subject_failure_limit, 0, 1_000_000)
         require(
             self.executor in EXECUTORS,
             f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}",
         )
-        require(
-            self.workers is None or self.workers >= 1, f"workers must be >= 1, got {self.workers}"
-        )
+        if self.workers is not None:
+            in_range("workers", self.workers, 1, MAX_RAY_WORKERS)
+        in_range("ray_health_s", self.ray_health_s, 1, MAX_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
@@ -119,25 +134,17 @@ class SubjectConfig:
     max_report_chars: int = 262144
 
     def __post_init__(self) -> None:
-        require(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
-        require(self.max_tokens >= 1, f"max_tokens must be >= 1, got {self.max_tokens}")
-        require(
-            math.isfinite(self.timeout_s) and self.timeout_s > 0,
-            f"timeout_s must be a finite number > 0, got {self.timeout_s}",
-        )
-        require(self.max_retries >= 0, f"max_retries must be >= 0, got {self.max_retries}")
-        require(self.backoff_s >= 0, f"backoff_s must be >= 0, got {self.backoff_s}")
-        require(
-            self.max_report_chars >= 1,
-            f"max_report_chars must be >= 1, got {self.max_report_chars}",
-        )
+        in_range("temperature", self.temperature, 0, 10)
+        in_range("max_tokens", self.max_tokens, 1, 1_000_000)
+        in_range("timeout_s", self.timeout_s, 0, MAX_TIMEOUT_S, open_low=True)
+        in_range("max_retries", self.max_retries, 0, MAX_RETRIES)
+        in_range("backoff_s", self.backoff_s, 0, MAX_BACKOFF_S)
+        in_range("max_report_chars", self.max_report_chars, 1, 100_000_000)
         require(
             self.precision in ("auto", "fp32", "fp16", "bf16"),
             f"precision must be auto, fp32, fp16 or bf16, got {self.precision!r}",
         )
-        require(
-            self.max_image_side >= 32, f"max_image_side must be >= 32, got {self.max_image_side}"
-        )
+        in_range("max_image_side", self.max_image_side, 32, MAX_IMAGE_SIDE)
 
 
 #: What a subject can be shown of a whole slide.
@@ -160,10 +167,9 @@ class ViewConfig:
 
     def __post_init__(self) -> None:
         require(self.kind in VIEW_KINDS, f"kind must be one of {VIEW_KINDS}, got {self.kind!r}")
-        require(self.k >= 1, f"k must be >= 1, got {self.k}")
-        require(
-            self.thumbnail_size >= 32, f"thumbnail_size must be >= 32, got {self.thumbnail_size}"
-        )
+        in_range("k", self.k, 1, 256)
+        in_range("thumbnail_size", self.thumbnail_size, 32, MAX_IMAGE_SIDE)
+        in_range("seed", self.seed, 0, 2**32 - 1)
 
 
 #: Per-pixel arithmetic of the Macenko engine.
@@ -204,25 +210,24 @@ class StainConfig:
     max_batch: int | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.io) and self.io > 0):
-            raise ConfigError(f"io must be a positive number, got {self.io}")
-        if not math.isfinite(self.beta):
-            raise ConfigError(f"beta must be a finite number, got {self.beta}")
+        in_range("io", self.io, 0, 1e6, open_low=True)
+        in_range("beta", self.beta, -10, 10)
         if not 0 <= self.alpha < 50:
             raise ConfigError(f"alpha must be in [0, 50), got {self.alpha}")
         if not 0 < self.max_percentile <= 100:
             raise ConfigError(f"max_percentile must be in (0, 100], got {self.max_percentile}")
-        if not 0 < self.factor_low <= self.factor_high or not math.isfinite(self.factor_high):
+        in_range("factor_low", self.factor_low, 0, 10, open_low=True)
+        in_range("factor_high", self.factor_high, 0, 10, open_low=True)
+        if not self.factor_low <= self.factor_high:
             raise ConfigError(
-                "factor_low and factor_high must satisfy 0 < factor_low <= factor_high < inf, "
+                "factor_low and factor_high must satisfy 0 < factor_low <= factor_high <= 10, "
                 f"got {self.factor_low}, {self.factor_high}"
             )
         if not 0 <= self.min_tissue_fraction <= 1:
             raise ConfigError(
                 f"min_tissue_fraction must be in [0, 1], got {self.min_tissue_fraction}"
             )
-        if self.min_tissue_pixels < 3:
-            raise ConfigError(f"min_tissue_pixels must be >= 3, got {self.min_tissue_pixels}")
+        in_range("min_tissue_pixels", self.min_tissue_pixels, 3, 1 << 40)
         if not 0 <= self.min_eigen_ratio < 1:
             raise ConfigError(f"min_eigen_ratio must be in [0, 1), got {self.min_eigen_ratio}")
         if not 0 <= self.min_stain_separation < 1:
@@ -233,5 +238,5 @@ class StainConfig:
             raise ConfigError(
                 f"precision must be one of {list(STAIN_PRECISIONS)}, got {self.precision!r}"
             )
-        if self.max_batch is not None and self.max_batch < 1:
-            raise ConfigError(f"max_batch must be >= 1 or None, got {self.max_batch}")
+        if self.max_batch is not None:
+            in_range("max_batch", self.max_batch, 1, 65536)

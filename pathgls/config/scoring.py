@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from pathgls.config.convert import require
+from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
 
 #: Entity types grounded by default: what an H&E image can show.
@@ -75,16 +75,17 @@ class GroundingConfig:
                 isinstance(t, str) and t.count("{}") == 1,
                 f"templates: a prompt template must contain exactly one '{{}}', got {t!r}",
             )
-        require(self.sigmoid_k > 0, f"sigmoid_k must be > 0, got {self.sigmoid_k}")
+        in_range("sigmoid_k", self.sigmoid_k, 0, 10_000, open_low=True)
+        in_range("sigmoid_t", self.sigmoid_t, -1, 1)
         require(
             self.phrase_source in ("auto", "text", "concept"),
             f"phrase_source must be auto, text or concept, got {self.phrase_source!r}",
         )
         require(bool(self.visual_types), "visual_types must name at least one entity type")
-        require(self.min_foils >= 1, f"min_foils must be >= 1, got {self.min_foils}")
-        require(self.top_patches >= 1, f"top_patches must be >= 1, got {self.top_patches}")
-        require(self.chunk_windows >= 1, f"chunk_windows must be >= 1, got {self.chunk_windows}")
-        require(self.roi_max_side >= 16, f"roi_max_side must be >= 16, got {self.roi_max_side}")
+        in_range("min_foils", self.min_foils, 1, 100_000)
+        in_range("top_patches", self.top_patches, 1, 10_000)
+        in_range("chunk_windows", self.chunk_windows, 1, 10_000_000)
+        in_range("roi_max_side", self.roi_max_side, 16, 65536)
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,9 @@ class LogicConfig:
             0 < self.top_k_fraction <= 1,
             f"top_k_fraction must be in (0, 1], got {self.top_k_fraction}",
         )
-        require(self.top_k is None or self.top_k >= 1, f"top_k must be >= 1, got {self.top_k}")
-        require(self.max_pairs >= 1, f"max_pairs must be >= 1, got {self.max_pairs}")
+        if self.top_k is not None:
+            in_range("top_k", self.top_k, 1, 1_000_000)
+        in_range("max_pairs", self.max_pairs, 1, 1_000_000)
         require(
             0.0 <= self.base_probability < 1.0,
             f"base_probability must be in [0, 1), got {self.base_probability}",
@@ -217,6 +219,10 @@ REFERENCE_MODULES: tuple[str, ...] = ("report",)
 #: What deploy needs scored by default (``[gate] required``): grounding, the image check.
 DEFAULT_REQUIRED: tuple[str, ...] = ("grounding",)
 
+#: Largest fusion or type weight: weights are normalised, only their ratios matter, and a
+#: bound keeps their sum finite (1e308 overflowed it and turned a deploy into a reject).
+MAX_WEIGHT = 1e6
+
 #: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
 FUSABLE_MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report", "hare")
 
@@ -270,8 +276,9 @@ class FusionConfig:
             require(bool(name), "weights: empty module name")
             _known_module(name, "weights")
             require(
-                math.isfinite(w) and w >= 0,
-                f"weights: the weight of {name!r} must be finite and ≥ 0, got {w}",
+                math.isfinite(w) and 0 <= w <= MAX_WEIGHT,
+                f"weights: the weight of {name!r} must be a number in [0, {MAX_WEIGHT:g}] "
+                f"(only their ratios matter), got {w}",
             )
         require(sum(weights.values()) > 0, "weights sum to 0")
         object.__setattr__(self, "weights", MappingProxyType(weights))
@@ -425,11 +432,15 @@ class HareConfig:
                 f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
             )
         for name, least in (("re_batch_size", 1), ("embed_batch_size", 1), ("re_max_length", 8)):
-            require(getattr(self, name) >= least, f"{name} must be at least {least}")
+            in_range(name, getattr(self, name), least, 65536)
         if self.type_weights is not None:
             weights = dict(self.type_weights)
             unknown = sorted(set(weights) - set(HARE_TYPES))
-            bad = [v for v in weights.values() if not (isinstance(v, int | float) and v >= 0)]
+            bad = [
+                v
+                for v in weights.values()
+                if not (isinstance(v, int | float) and 0 <= v <= MAX_WEIGHT)
+            ]
             all_zero = not any(weights.get(t, 1.0) > 0 for t in HARE_TYPES)
             require(
                 not (unknown or bad or all_zero),

@@ -10,8 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pathgls.config.convert import require
+from pathgls.config.convert import in_range, require
 
+#: Default of ``TilingConfig.max_level_read_pixels`` (a 100000 × 100000 level).
+DEFAULT_LEVEL_READ_PIXELS = 10_000_000_000
+#: Default of ``TilingConfig.max_pixels_per_byte``.
+DEFAULT_PIXELS_PER_BYTE = 10000.0
+#: Largest patch (and window) side in pixels.
+MAX_PATCH_SIZE = 8192
 #: Microns per pixel at 1× under the usual convention (20× ≙ 0.5 µm/px, 40× ≙ 0.25 µm/px).
 MPP_AT_1X = 10.0
 
@@ -57,6 +63,13 @@ class TilingConfig:
     # factor × factor block (what a scanner's own pyramid does), "lanczos" is Pillow's Lanczos.
     # Other ratios always use Lanczos.
     resample: Literal["area", "lanczos"] = "area"
+    # Most pixels a whole-slide pass (the tissue mask, a thumbnail) may read from one level: a
+    # slide whose coarsest level holds more (a single-level 200000² TIFF) is refused; build a
+    # pyramid for it (e.g. `vips tiffsave in.tif out.tif --tile --pyramid --compression jpeg`).
+    max_level_read_pixels: int = DEFAULT_LEVEL_READ_PIXELS
+    # A single-file slide declaring more level-0 pixels per byte of file than this is refused
+    # before any pixel is read (real slides hold under 1000; blank JPEG tiles about 100).
+    max_pixels_per_byte: float = DEFAULT_PIXELS_PER_BYTE
     # Decode JPEG tiles of TIFF/SVS levels in pathgls: at 1/2, 1/4 or 1/8 scale when the
     # reduction is such a factor and resample is "area" (libjpeg's DCT scaling: an area reduction
     # without decoding the discarded pixels; see pathgls.tiling.jpeg_tiles for the difference),
@@ -68,8 +81,8 @@ class TilingConfig:
             self.resample in ("area", "lanczos"),
             f"resample must be 'area' or 'lanczos', got {self.resample!r}",
         )
-        require(self.magnification > 0, f"magnification must be > 0, got {self.magnification}")
-        require(self.patch_size >= 16, f"patch_size must be >= 16, got {self.patch_size}")
+        in_range("magnification", self.magnification, 0, 400, open_low=True)
+        in_range("patch_size", self.patch_size, 16, MAX_PATCH_SIZE)
         require(
             0 <= self.overlap < self.patch_size,
             f"overlap must be in [0, patch_size), got {self.overlap}",
@@ -78,9 +91,11 @@ class TilingConfig:
             0.0 <= self.tissue_threshold <= 1.0,
             f"tissue_threshold must be in [0, 1], got {self.tissue_threshold}",
         )
-        require(self.max_upsample >= 1, f"max_upsample must be >= 1, got {self.max_upsample}")
-        require(self.mask_max_side >= 64, f"mask_max_side must be >= 64, got {self.mask_max_side}")
-        require(self.mask_mpp > 0, f"mask_mpp must be > 0, got {self.mask_mpp}")
+        in_range("max_upsample", self.max_upsample, 1, 64)
+        in_range("mask_max_side", self.mask_max_side, 64, 16384)
+        in_range("mask_mpp", self.mask_mpp, 0, 10000, open_low=True)
+        in_range("max_level_read_pixels", self.max_level_read_pixels, 1 << 20, 1 << 40)
+        in_range("max_pixels_per_byte", self.max_pixels_per_byte, 1, 1e9)
         require(
             0 <= self.mpp_tolerance < 1,
             f"mpp_tolerance must be in [0, 1), got {self.mpp_tolerance}",
@@ -93,14 +108,12 @@ class TilingConfig:
             self.min_saturation <= self.max_saturation < 1,
             f"max_saturation must be in [min_saturation, 1), got {self.max_saturation}",
         )
-        require(
-            min(self.close_um, self.fill_hole_um, self.min_object_um) >= 0,
-            "close_um, fill_hole_um and min_object_um must be >= 0",
-        )
+        for name in ("close_um", "fill_hole_um", "min_object_um"):
+            in_range(name, getattr(self, name), 0, 100_000)
         require(
             0 < self.white_level <= 255, f"white_level must be in (0, 255], got {self.white_level}"
         )
-        require(self.image_mpp > 0, f"image_mpp must be > 0, got {self.image_mpp}")
+        in_range("image_mpp", self.image_mpp, 0, 1000, open_low=True)
 
     @property
     def target_mpp(self) -> float:
@@ -122,12 +135,21 @@ class StreamConfig:
     # torch's threads share the cores: with a cheap encoder (or on a GPU host's CPU side) giving
     # torch fewer threads than cores − workers lets the readers run (bench_extract_io.py).
     torch_threads: int = 0
+    # Most MiB the batch ring may take ((workers × prefetch + 1) batches of patches, allocated
+    # up front); settings that need more are refused with the number they need.
+    max_buffer_mb: int = 4096
 
     def __post_init__(self) -> None:
-        require(self.torch_threads >= 0, f"torch_threads must be >= 0, got {self.torch_threads}")
-        require(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
-        require(self.workers >= 0, f"workers must be >= 0, got {self.workers}")
-        require(self.prefetch >= 1, f"prefetch must be >= 1, got {self.prefetch}")
+        in_range("torch_threads", self.torch_threads, 0, 1024)
+        in_range("batch_size", self.batch_size, 1, 4096)
+        in_range("workers", self.workers, 0, 256)
+        in_range("prefetch", self.prefetch, 1, 64)
+        in_range("max_buffer_mb", self.max_buffer_mb, 16, 1 << 20)
+
+    def buffer_bytes(self, patch_size: int) -> int:
+        """Bytes of the batch ring streaming allocates up front for ``patch_size`` px patches:
+        ``(workers × prefetch + 1)`` batches of ``batch_size`` RGB patches."""
+        return (self.workers * self.prefetch + 1) * self.batch_size * patch_size**2 * 3
 
 
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
@@ -159,11 +181,8 @@ class EncoderConfig:
             self.name is None or bool(self.name.strip()),
             "name must not be empty (leave it out for no encoder)",
         )
-        require(self.window_size >= 16, f"window_size must be >= 16, got {self.window_size}")
-        require(
-            self.window_stride >= 1,
-            f"window_stride must be >= 1, got {self.window_stride}",
-        )
+        in_range("window_size", self.window_size, 16, MAX_PATCH_SIZE)
+        in_range("window_stride", self.window_stride, 1, MAX_PATCH_SIZE)
         require(
             self.precision in ("auto", "fp32", "fp16", "bf16"),
             f"precision must be auto, fp32, fp16 or bf16, got {self.precision!r}",

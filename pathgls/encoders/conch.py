@@ -47,6 +47,7 @@ from pathgls.errors import EncoderError, ModelNotFoundError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
+from pathgls.hub.hf import refusing_pickles
 from pathgls.io.resources import resource
 
 #: CONCH's Hugging Face repo (from its model card, ``resources/models.toml``).
@@ -215,7 +216,9 @@ def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_RE
     precision = resolve_precision(config.precision, device)
     try:
         model = build_conch_model(arch["model_cfg"])
-        model.load_state_dict(convert_conch_state_dict(_load_state(checkpoint)), strict=True)
+        with refusing_pickles(str(config.name), checkpoint):
+            state = _load_state(checkpoint)
+        model.load_state_dict(convert_conch_state_dict(state), strict=True)
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise EncoderError(f"{config.name!r}: cannot load CONCH weights {checkpoint}: {e}") from e
     model.to(device=device, dtype=torch_dtype(precision))  # like HF: the whole model in fp16/bf16

@@ -25,6 +25,7 @@ from pathgls.errors import EncoderError, ModelNotFoundError, UnknownNameError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
 from pathgls.hub.device import resolve_device, resolve_precision
+from pathgls.hub.hf import refusing_pickles
 
 # Weight files open_clip looks for in a directory, best first.
 _CHECKPOINT_NAMES = (
@@ -126,9 +127,10 @@ def _create(
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     try:
-        model = open_clip.create_model(
-            precision=precision, device=device, require_pretrained=True, **kwargs
-        )
+        with refusing_pickles(str(config.name), label):
+            model = open_clip.create_model(
+                precision=precision, device=device, require_pretrained=True, **kwargs
+            )
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise EncoderError(f"{config.name!r}: open_clip cannot build {label}: {e}") from e
     return model, device, precision

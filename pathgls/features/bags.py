@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -29,10 +30,13 @@ import h5py
 import numpy as np
 
 from pathgls.errors import BagError
+from pathgls.features.bag_checks import check_coords, check_storage
 
 PARTIAL_SUFFIX = ".partial"
 _PLANNED = "_planned_coords"  # internal dataset of partial files: the coordinates to write
 _DONE = "_n_done"  # attribute of partial files: patches flushed so far
+#: Free bytes kept beyond a batch's data when a bag is written (HDF5's chunk index, flushes).
+SPACE_HEADROOM = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,29 @@ class BagMeta:
 _POSITIVE = frozenset(
     {"patch_size", "patch_size_level0", "window_size", "window_stride", "target_mpp", "level0_mpp"}
 )
+#: Largest value each size attribute may have (pixels, µm/px): beyond any real bag, and a
+#: bound on what a reader computes from them.
+_AT_MOST = {
+    "patch_size": 65536,
+    "patch_size_level0": 1 << 20,
+    "window_size": 65536,
+    "window_stride": 65536,
+    "target_mpp": 1000.0,
+    "level0_mpp": 1000.0,
+    "n_windows": 1 << 20,
+    "dim": 1 << 20,
+}
+
+
+def windows_per_patch(patch_size: int, window: int, stride: int) -> int:
+    """HighRes windows per patch (as :func:`pathgls.encoders.highres.window_coords` places
+    them), computed without listing them."""
+    if window >= patch_size:
+        return 1
+    per_side = (patch_size - window) // stride + 1
+    if (per_side - 1) * stride + window < patch_size:
+        per_side += 1  # the last window shifted inward
+    return per_side * per_side
 
 
 def _typed(key: str, value: Any, kind: str) -> Any:
@@ -182,6 +209,8 @@ def _typed(key: str, value: Any, kind: str) -> Any:
         value = bool(value)
     if key in _POSITIVE and value <= 0:
         raise BagError(bad("> 0"))
+    if key in _AT_MOST and not 0 <= value <= _AT_MOST[key]:
+        raise BagError(bad(f"in [0, {_AT_MOST[key]}]"))
     return value
 
 
@@ -226,25 +255,33 @@ def _check_not_partial(path: Path) -> None:
         raise BagError(f"{path}: is an unfinished (.partial) bag; it is never read as a bag")
 
 
-def validate_bag(path: str | os.PathLike[str]) -> BagMeta:
-    """Check a bag's schema and completeness; return its attributes.
+def validate_bag(
+    path: str | os.PathLike[str], *, slide_size: tuple[int, int] | None = None
+) -> BagMeta:
+    """Check a bag before anything is read from it; return its attributes.
+
+    The bag must be self-contained and store what it declares
+    (:func:`~pathgls.features.bag_checks.check_storage`: no external links, external storage,
+    virtual datasets, unknown filters or non-numeric dtypes), have the schema's shapes and
+    attributes, be complete, hold finite features and coordinates inside the slide (its
+    level-0 ``slide_size`` = ``(width, height)``, when the caller knows the slide).
 
     Raises:
-        BagError: unreadable, a ``.partial`` file, incomplete, or datasets of the wrong shape.
+        BagError: naming the bag (and the dataset or attribute): unreadable, a ``.partial``
+            file, incomplete, pointing elsewhere, declaring more than it stores, datasets of
+            the wrong shape or type, or coordinates outside the slide.
     """
     p = Path(path)
     _check_not_partial(p)
     try:
         with h5py.File(p, "r") as f:
-            return _validate_open(f, p)
+            return _validate_open(f, p, slide_size=slide_size)
     except OSError as e:
         raise BagError(f"{p}: cannot be opened as HDF5: {e}") from e
 
 
-def _validate_open(f: h5py.File, p: Path) -> BagMeta:
-    for name in ("features", "coords", "window_features"):
-        if name not in f:
-            raise BagError(f"{p}: dataset {name!r} is missing")
+def _validate_open(f: h5py.File, p: Path, *, slide_size: tuple[int, int] | None = None) -> BagMeta:
+    check_storage(f, p)  # before a byte of data is read
     feats, coords, win = f["features"], f["coords"], f["window_features"]
     try:
         meta = BagMeta.from_attrs(f.attrs)
@@ -265,6 +302,13 @@ def _validate_open(f: h5py.File, p: Path) -> BagMeta:
         raise BagError(f"{p}: attribute dim={meta.dim} but features have D={feats.shape[1]}")
     if meta.n_windows and meta.n_windows != win.shape[1]:
         raise BagError(f"{p}: attribute n_windows={meta.n_windows} but W={win.shape[1]}")
+    expected = windows_per_patch(meta.patch_size, meta.window_size, meta.window_stride)
+    if expected != win.shape[1]:
+        raise BagError(
+            f"{p}: a {meta.patch_size} px patch has {expected} windows of {meta.window_size} px "
+            f"at stride {meta.window_stride}, but window_features has W={win.shape[1]}"
+        )
+    check_coords(coords, p, slide_size=slide_size)
     for start in range(0, n, _CHECK_ROWS):  # window features are checked as they are read
         bad = ~np.isfinite(np.asarray(feats[start : start + _CHECK_ROWS], dtype=np.float32))
         if bad.any():
@@ -277,10 +321,16 @@ def _validate_open(f: h5py.File, p: Path) -> BagMeta:
 _CHECK_ROWS = 65536
 
 
-def read_bag(path: str | os.PathLike[str], *, windows: bool = True) -> FeatureBag:
-    """Validate and load a bag (``windows=False`` skips the large window_features)."""
+def read_bag(
+    path: str | os.PathLike[str],
+    *,
+    windows: bool = True,
+    slide_size: tuple[int, int] | None = None,
+) -> FeatureBag:
+    """Validate (:func:`validate_bag`) and load a bag (``windows=False`` skips the large
+    window_features)."""
     p = Path(path)
-    meta = validate_bag(p)
+    meta = validate_bag(p, slide_size=slide_size)
     with h5py.File(p, "r") as f:
         return FeatureBag(
             features=f["features"][:],
@@ -292,10 +342,13 @@ def read_bag(path: str | os.PathLike[str], *, windows: bool = True) -> FeatureBa
 
 
 @contextlib.contextmanager
-def open_bag(path: str | os.PathLike[str]) -> Iterator[h5py.File]:
-    """Open a validated bag lazily (datasets are read on slicing; for bags larger than memory)."""
+def open_bag(
+    path: str | os.PathLike[str], *, slide_size: tuple[int, int] | None = None
+) -> Iterator[h5py.File]:
+    """Open a bag checked by :func:`validate_bag` lazily (datasets are read on slicing; for
+    bags larger than memory)."""
     p = Path(path)
-    validate_bag(p)
+    validate_bag(p, slide_size=slide_size)
     with h5py.File(p, "r") as f:
         yield f
 
@@ -332,16 +385,49 @@ class BagWriter:
         return int(self.coords.shape[0])
 
     def open(self) -> BagWriter:
-        """Resume a matching partial file, or start a new one (a stale partial is discarded)."""
+        """Resume a matching partial file, or start a new one (a stale partial is discarded).
+
+        Raises:
+            BagError: the bag or its partial file is a symbolic link, or the disk has not the
+                room the bag needs (checked before HDF5 writes a byte: a full disk mid-write
+                leaves HDF5 in a state that crashes the process).
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for p in (self.path.parent, self.path, self.partial):
+            if p.is_symlink():
+                raise BagError(
+                    f"{p} is a symbolic link (to {os.readlink(p)}); pathgls never writes a bag "
+                    "through a link: remove it"
+                )
         if self.partial.exists():
             reason = self._try_resume()
             if reason is None:
                 return self
             self.resume_note = f"discarded unusable partial bag ({reason}); starting over"
             self.partial.unlink()
+        rows = self.n_total - self.n_done if self.compression is None else 0
+        self._require_space(rows, "the bag")
         self._create()
         return self
+
+    def _require_space(self, rows: int, what: str) -> None:
+        """Refuse to write ``rows`` more patches (uncompressed size, plus headroom for HDF5's
+        own records) where the file system has less room.
+
+        Raises:
+            BagError: naming the file, the bytes free and needed.
+        """
+        m = self.meta
+        need = rows * (m.dim * 4 + 16 + m.n_windows * m.dim * 2) + SPACE_HEADROOM
+        try:
+            free = shutil.disk_usage(self.partial.parent).free
+        except OSError:
+            return  # cannot tell: HDF5 reports what it can
+        if free < need:
+            raise BagError(
+                f"{self.partial}: no space left on the device for {what}: {free} bytes free, "
+                f"{need} needed (the disk is full); free some space or write the bags elsewhere"
+            )
 
     def _try_resume(self) -> str | None:
         try:
@@ -431,6 +517,7 @@ class BagWriter:
         if not np.array_equal(coords, self.coords[start : start + b]):
             raise BagError(f"batch coordinates at {start} differ from the planned ones")
         end = start + b
+        self._require_space(b, f"patches {start}..{end - 1}")
         for name, data in (("features", features), ("window_features", window_features)):
             if not np.isfinite(np.asarray(data, dtype=np.float32)).all():
                 raise BagError(

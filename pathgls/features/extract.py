@@ -29,7 +29,7 @@ from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
 from pathgls.features.session import SlideSession
 from pathgls.io.lock import locked
-from pathgls.io.names import safe_stem, unique_ids
+from pathgls.io.names import printable, safe_stem, unique_ids
 from pathgls.registry import parse_spec
 from pathgls.tiling import PatchBatch, stream_patches
 from pathgls.tiling.readers import SlideReader
@@ -202,7 +202,7 @@ def _extract(
         slide_mtime_ns=ident.mtime_ns,
         slide_header_sha256=ident.header_sha256,
         # where the slide was (heat maps draw over its thumbnail); not part of its identity
-        extras={"slide_path": str(session.path.resolve())},
+        extras={"slide_path": printable(str(session.path.resolve()))},
     )
     if plan.mpp_source == "default":
         result.warnings.append(
@@ -246,7 +246,7 @@ def _write_bag(
     """Skip a complete bag or write (resume) it; the caller holds the bag's lock."""
     sc, plan = config.stream, grid.plan
     if path.exists() and not config.bag.overwrite:
-        stale = _check_existing(path, meta)
+        stale = _check_existing(path, meta, session=session)
         if stale is None:
             result.status = "skipped"
             return
@@ -327,16 +327,20 @@ def encode_patches(
         yield batch, win, feats
 
 
-def _check_existing(path: Path, meta: BagMeta) -> str | None:
+def _check_existing(path: Path, meta: BagMeta, *, session: SlideSession) -> str | None:
     """None when the complete bag at ``path`` is what ``meta`` asks for; the reason when it was
-    made from another version of the slide (rebuild it).
+    made from another version of the slide (rebuild it). The bag is checked against the slide
+    (:meth:`SlideSession.validate_bag`: coordinates inside it).
 
     Raises:
         BagError: the bag is invalid, or was made with other settings.
     """
     try:
-        old = validate_bag(path)
+        old = session.validate_bag(path)
     except BagError as e:
+        stale = _other_slide(path, meta)
+        if stale is not None:  # e.g. the coordinates of an earlier, larger version
+            return stale
         raise BagError(
             f"{path}: an existing bag is invalid ({e}); delete it (or run `pathgls extract "
             "--overwrite`) or use another --out"
@@ -347,12 +351,28 @@ def _check_existing(path: Path, meta: BagMeta) -> str | None:
             f"{path}: an existing bag was made with other settings ({'; '.join(diffs)}); "
             "delete it (or run `pathgls extract --overwrite`) or use another --out"
         )
+    return _stale_reason(old, meta)
+
+
+def _stale_reason(old: BagMeta, meta: BagMeta) -> str | None:
     if old.slide_sha256 != meta.slide_sha256:
         return (
             f"it was made from another version of the slide (SHA-256 {old.slide_sha256[:12]}… "
             f"→ {meta.slide_sha256[:12]}…)"
         )
     return None
+
+
+def _other_slide(path: Path, meta: BagMeta) -> str | None:
+    """Why a bag refused against this slide is stale (made from another version of it, with
+    these settings), or None when it is not (then it is invalid)."""
+    try:
+        old = validate_bag(path)  # everything but the slide's size
+    except BagError:
+        return None
+    if any(not d.startswith("slide_sha256:") for d in meta.mismatches(old)):
+        return None
+    return _stale_reason(old, meta)
 
 
 def extract_slides(

@@ -21,7 +21,10 @@ every encoder and every rerun::
 The file is written whole to a temporary file and renamed, so it is either absent or complete.
 A file made with another ``[tiling]`` section, another ``--mpp``, or from a slide whose identity
 no longer matches is not used (the caller recomputes and replaces it); one that cannot be read
-as this layout is refused with :class:`~pathgls.errors.BagError` naming what is wrong.
+as this layout, is not self-contained or declares more than it stores (checked as a bag is,
+before a byte is read: :func:`~pathgls.features.bag_checks.check_storage`), or whose
+coordinates lie outside the slide it records is refused with :class:`~pathgls.errors.BagError`
+naming what is wrong.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 from pathgls import __version__
 from pathgls.config import TilingConfig, config_to_dict
 from pathgls.errors import BagError
+from pathgls.features.bag_checks import check_coords, check_storage
 from pathgls.io.atomic import write_via
 from pathgls.tiling.grid import PatchGrid
 from pathgls.tiling.identity import FileIdentity
@@ -156,6 +160,10 @@ def write_patches(path: str | os.PathLike[str], tiling: SlideTiling) -> Path:
     return write_via(path, write)
 
 
+#: The datasets of a patches file and the numpy dtype kinds each may hold (checked as a bag's
+#: are: :func:`~pathgls.features.bag_checks.check_storage`).
+_DATASETS = {"coords": "iu", "tissue_fraction": "f", "tissue_mask": "iub"}
+
 #: File attributes and the Python type each must have.
 _ATTRS: dict[str, type] = {
     "format": str,
@@ -219,9 +227,7 @@ def read_patches(path: str | os.PathLike[str]) -> SlideTiling:
                     f"{p}: not a {FORMAT} file of version {FORMAT_VERSION} "
                     f"({a['format']!r} version {a['format_version']})"
                 )
-            for name in ("coords", "tissue_fraction", "tissue_mask"):
-                if name not in f:
-                    raise BagError(f"{p}: dataset {name!r} is missing")
+            check_storage(f, p, datasets=_DATASETS)  # as a bag's: before a byte is read
             coords = np.asarray(f["coords"][:])
             fractions = np.asarray(f["tissue_fraction"][:])
             mask_ds = f["tissue_mask"]
@@ -237,6 +243,7 @@ def read_patches(path: str | os.PathLike[str]) -> SlideTiling:
         raise BagError(f"{p}: tissue_fraction must be (N,) finite numbers, got {fractions.shape}")
     if mask.ndim != 2 or downsample <= 0:
         raise BagError(f"{p}: tissue_mask must be a 2-D mask with a downsample > 0")
+    check_coords(coords, p, slide_size=(a["slide_width"], a["slide_height"]))
     plan = ReadPlan(
         level=a["level"],
         read_size=a["read_size"],

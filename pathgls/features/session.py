@@ -29,7 +29,7 @@ import numpy as np
 
 from pathgls.config import TilingConfig
 from pathgls.errors import BagError, GroundingError
-from pathgls.features.bags import BagMeta
+from pathgls.features.bags import BagMeta, FeatureBag, read_bag, validate_bag
 from pathgls.features.patches import (
     SlideTiling,
     patches_path_for,
@@ -37,6 +37,7 @@ from pathgls.features.patches import (
     tiling_json,
     write_patches,
 )
+from pathgls.io.rundir import make_dir
 from pathgls.tiling.grid import make_grid
 from pathgls.tiling.identity import FileIdentity, check_identity, file_identity
 from pathgls.tiling.readers import SlideReader
@@ -129,7 +130,10 @@ class SlideSession:
             with self._timed("slide.open"), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 self._reader = open_slide(
-                    self.path, mpp=self.mpp, image_mpp=self.tiling_config.image_mpp
+                    self.path,
+                    mpp=self.mpp,
+                    image_mpp=self.tiling_config.image_mpp,
+                    max_pixels_per_byte=self.tiling_config.max_pixels_per_byte,
                 )
             self.stats.opens += 1
             self._note(str(w.message) for w in caught)
@@ -141,6 +145,39 @@ class SlideSession:
                     ]
                 )
         return self._reader
+
+    @property
+    def dimensions(self) -> tuple[int, int]:
+        """Level-0 ``(width, height)``: the tiling's when it is known (the slide is not opened
+        for it), else the reader's.
+
+        Raises:
+            SlideError: the slide cannot be opened.
+        """
+        if self._tiling is not None:
+            return self._tiling.dimensions
+        w, h = self.reader.dimensions
+        return int(w), int(h)
+
+    # -- bags of this slide --------------------------------------------------------------------
+
+    def validate_bag(self, bag: str | os.PathLike[str]) -> BagMeta:
+        """Check a feature bag of this slide (:func:`~pathgls.features.bags.validate_bag`)
+        with its coordinates required inside the slide: every stage that uses a bag with its
+        slide checks it here, the one place the slide's size is given to the bag's checks.
+
+        Raises:
+            BagError: the bag is invalid, or a coordinate lies outside the slide.
+        """
+        return validate_bag(bag, slide_size=self.dimensions)
+
+    def read_bag(self, bag: str | os.PathLike[str], *, windows: bool = True) -> FeatureBag:
+        """Load a feature bag of this slide checked as :meth:`validate_bag` does.
+
+        Raises:
+            BagError: the bag is invalid, or a coordinate lies outside the slide.
+        """
+        return read_bag(bag, windows=windows, slide_size=self.dimensions)
 
     def _note(self, messages: Sequence[str] | Iterator[str]) -> None:
         for m in messages:
@@ -256,10 +293,12 @@ class SlideSession:
         return stored
 
     def _save(self, tiling: SlideTiling) -> None:
-        path = self.patches_path
-        if path is None:
+        path, root = self.patches_path, self.out_dir
+        if path is None or root is None:
             return
         try:
+            # no folder on the way may be a link planted after the run's check (RunDirError)
+            make_dir(root, *path.parent.relative_to(root).parts)
             write_patches(path, tiling)
         except OSError as e:  # the run goes on; the next one recomputes
             self._note([f"patches file {path} could not be written: {e}"])

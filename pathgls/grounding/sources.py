@@ -90,13 +90,20 @@ class WindowSource:
 
 
 @contextlib.contextmanager
-def open_bag_source(path: str | os.PathLike[str]) -> Iterator[WindowSource]:
+def open_bag_source(
+    path: str | os.PathLike[str], *, slide_size: tuple[int, int] | None = None
+) -> Iterator[WindowSource]:
     """A validated bag as a :class:`WindowSource`; windows are read from disk chunk by chunk.
 
+    Args:
+        path: The bag.
+        slide_size: Level-0 ``(width, height)`` of its slide, when known: coordinates outside
+            it are refused.
+
     Raises:
-        BagError: the bag is invalid or incomplete.
+        BagError: the bag is invalid or incomplete (:func:`~pathgls.features.bags.validate_bag`).
     """
-    with open_bag(path) as f:
+    with open_bag(path, slide_size=slide_size) as f:
         meta = BagMeta.from_attrs(f.attrs)
         windows = f["window_features"]
         yield WindowSource(

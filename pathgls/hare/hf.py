@@ -212,13 +212,13 @@ def _load(model_class: Any, argument: str, scheme: str, what: str, device: str) 
 
     from pathgls.hub import store as hub
     from pathgls.hub.device import resolve_device
-    from pathgls.hub.hf import quiet_loading
+    from pathgls.hub.hf import quiet_loading, refusing_pickles
 
     label = f"{scheme}:{str(argument).strip()}"
     ref = parse_model_ref(str(argument), what=label)
     location = str(hub.resolve_ref(ref, name=label))
     try:
-        with quiet_loading():
+        with quiet_loading(), refusing_pickles(label, location, error=HareError):
             model, info = model_class.from_pretrained(
                 location, local_files_only=True, output_loading_info=True
             )

@@ -9,6 +9,7 @@ running with randomly initialised layers.
 from __future__ import annotations
 
 import contextlib
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +28,39 @@ def quiet_loading() -> Iterator[None]:
     finally:
         if was_enabled:
             hf_logging.enable_progress_bar()
+
+
+#: Why a pickled checkpoint is refused (torch's weights-only loader never runs its code).
+PICKLE_REFUSED = (
+    "this checkpoint is a pickle; pathgls loads only safetensors or weights_only checkpoints"
+)
+
+
+def _is_pickle_refusal(error: BaseException) -> bool:
+    return isinstance(error, pickle.UnpicklingError) or "Weights only load failed" in str(error)
+
+
+@contextlib.contextmanager
+def refusing_pickles(
+    label: str, location: Any, *, error: type[PathGLSError] = EncoderError
+) -> Iterator[None]:
+    """Turn torch's refusal of a pickled checkpoint into ``error`` naming the model and file.
+
+    Torch's weights-only loader refuses a checkpoint holding Python objects (its code never
+    runs) with a traceback that suggests ``weights_only=False``, which pathgls never does; the
+    message says what the file is and what to use instead.
+    """
+    try:
+        yield
+    except Exception as e:
+        if not _is_pickle_refusal(e):
+            raise
+        detail = next((ln.strip() for ln in str(e).splitlines() if "GLOBAL" in ln), "")
+        raise error(
+            f"{label!r}: {location}: {PICKLE_REFUSED} (it holds Python objects besides "
+            f"tensors{': ' + detail if detail else ''}); convert it to safetensors on a machine "
+            "you trust, or use another copy of the model"
+        ) from e
 
 
 def saved_precision(hf_config: Any) -> str | None:
@@ -60,13 +94,14 @@ def load_checked(
         error: the pathgls error class to raise.
 
     Raises:
-        PathGLSError: ``error`` when loading fails or weights are missing.
+        PathGLSError: ``error`` when loading fails, weights are missing, or the checkpoint is a
+            pickle (:data:`PICKLE_REFUSED`).
     """
     kwargs: dict[str, Any] = {"local_files_only": True, "output_loading_info": True}
     if dtype is not None:
         kwargs["dtype"] = dtype
     try:
-        with quiet_loading():
+        with quiet_loading(), refusing_pickles(label, location, error=error):
             model, info = model_class.from_pretrained(location, **kwargs)
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise error(f"{label!r}: cannot load {what} from {location}: {e}") from e

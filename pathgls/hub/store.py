@@ -29,6 +29,7 @@ from typing import Literal
 
 from pathgls.errors import ConfigError, ModelNotFoundError, UnknownNameError
 from pathgls.hub.cards import ModelCard, find_card, load_cards
+from pathgls.jsontext import loads_strict
 from pathgls.registry import ModelRef, local_path_hint, parse_model_ref, parse_spec
 
 logger = logging.getLogger(__name__)
@@ -130,12 +131,25 @@ def resolve_model(
     default_pull = f"hf:{repo_id}" + (f"@{revision}" if revision else "")
     raise ModelNotFoundError(
         f"model {name!r} (Hugging Face repo {repo_id}{at}) is not available locally; searched "
-        f"{root / local_dir_name(repo_id)} and the Hugging Face cache {_hf_cache_dir()}. "
+        f"{root / local_dir_name(repo_id)}{_copy_note(root / local_dir_name(repo_id))} and the "
+        f"Hugging Face cache {_hf_cache_dir()}. "
         f"pathgls never downloads implicitly: on a connected machine run "
         f"`pathgls models pull {pull_name or default_pull}` "
         f"(with --models-dir {root} or PATHGLS_MODELS_DIR set to where runs will look)"
         + (f"; {hint}" if hint else "")
     )
+
+
+def _copy_note(candidate: Path) -> str:
+    """Why a copy in the models directory did not count, when there is one."""
+    source = candidate / SOURCE_FILE
+    if not candidate.is_dir() or not source.is_file():
+        return ""
+    try:
+        _, revision = _source_record(source)
+    except (OSError, ValueError) as e:
+        return f" (it holds a copy whose {SOURCE_FILE} cannot be used: {e})"
+    return f" (it holds revision {revision or 'unknown'})"
 
 
 def resolve_path(path: str | os.PathLike[str], *, name: str) -> Path:
@@ -192,14 +206,35 @@ def location_source(location: str | os.PathLike[str]) -> tuple[str | None, str |
     source = directory / SOURCE_FILE
     if source.is_file():
         try:
-            data = json.loads(source.read_text())
-            return data.get("repo_id"), data.get("revision")
-        except (OSError, ValueError, AttributeError):
-            logger.warning("cannot read %s", source)
+            return _source_record(source)
+        except (OSError, ValueError) as e:
+            logger.warning("%s cannot be used (%s); its provenance is unknown", source, e)
     parts = directory.resolve().parts if directory.exists() else directory.parts
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         return parts[-3][len("models--") :].replace("--", "/"), parts[-1]
     return None, None
+
+
+def _source_record(path: Path) -> tuple[str | None, str | None]:
+    """``(repo_id, revision)`` of a ``PATHGLS_SOURCE.json``.
+
+    Raises:
+        OSError: unreadable.
+        ValueError: not JSON, not an object, or a field that is not text (a revision written
+            as a number, ``"revision": 1234``, is refused: a commit id is text).
+    """
+    if path.stat().st_size > 1 << 20:
+        raise ValueError("larger than 1 MiB")
+    data = loads_strict(path.read_bytes())
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    out = []
+    for key in ("repo_id", "revision"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{key!r} must be text, got {type(value).__name__} {value!r}")
+        out.append(value or None)
+    return out[0], out[1]
 
 
 def is_random_weights(location: str | os.PathLike[str]) -> bool:

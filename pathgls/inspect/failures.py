@@ -27,6 +27,7 @@ from pathgls.evidence import (
     LogicEvidence,
     StabilityEvidence,
 )
+from pathgls.inspect.paths import item_path, map_path
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
 
@@ -136,42 +137,19 @@ def _title(card: ScoreCard) -> str:
     return f"{card.item_id} · {card.subject}"
 
 
-def item_path(card: ScoreCard, run_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The card's slide or ROI file, also when the run named it relative to another folder.
-
-    A run records the item as it was given (``runs/demo/inputs/ihc.png``, relative to the
-    folder the run started in); a notebook opened in ``notebooks/`` or a report written from
-    elsewhere does not see it from there. A relative path that does not exist is looked for
-    under each folder above ``run_dir`` (the run's starting folder holds the run).
-
-    Raises:
-        PathGLSError: the card names no item, or the file is found nowhere (the message says
-            where it looked).
-    """
-    recorded = card.inputs.get("item")
-    if not recorded:
-        raise PathGLSError("the card names no item file (inputs.item)")
-    path = Path(recorded)
-    if path.exists() or path.is_absolute() or run_dir is None:
-        return path
-    for base in Path(run_dir).resolve().parents:
-        if (base / path).exists():
-            return base / path
-    raise PathGLSError(
-        f"{path}: no such file, here or under any folder above {Path(run_dir).resolve()}"
-    )
-
-
 def _item_image(
-    card: ScoreCard, max_side: int, run_dir: str | os.PathLike[str] | None = None
+    card: ScoreCard, max_side: int, *, run_dir: str | os.PathLike[str]
 ) -> tuple[np.ndarray, tuple[int, int]]:
-    """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI."""
+    """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI.
+
+    Only an item of the run is opened (:func:`~pathgls.inspect.paths.item_path`).
+    """
     from PIL import Image
 
     from pathgls.grounding.sources import load_roi_image
     from pathgls.tiling.slides import open_slide
 
-    path = item_path(card, run_dir)
+    path = item_path(card.inputs.get("item"), run_dir=run_dir)
     if card.inputs.get("kind") == "roi":
         im = Image.fromarray(load_roi_image(path))
         size = im.size
@@ -237,8 +215,8 @@ def _map_values(run_dir: Path, evidence: GroundingEvidence, phrase: str) -> tupl
     if not evidence.map:
         return None, "no heat map was kept (keep_grounding_maps=False)"
     try:
-        gmap = load_grounding_map(run_dir / evidence.map)
-    except (OSError, ValueError, KeyError) as e:
+        gmap = load_grounding_map(map_path(evidence.map, run_dir=run_dir))
+    except (OSError, ValueError, KeyError, PathGLSError) as e:
         return None, f"the heat map cannot be read: {e}"
     ok = phrase in gmap["values"]
     return (gmap, "") if ok else (None, f"no heat map of {phrase!r} in {evidence.map}")
@@ -281,7 +259,7 @@ def grounding_figure(
     chosen = _pick_entity(ev, entity)
     thumb, size, why = None, (1, 1), ""
     try:
-        thumb, size = _item_image(card, max_side, run_dir)
+        thumb, size = _item_image(card, max_side, run_dir=run_dir)
     except (PathGLSError, OSError, ValueError) as e:
         why = f"the item's picture cannot be read: {e}"
     if bad:

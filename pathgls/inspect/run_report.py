@@ -303,7 +303,7 @@ def _grounding_panel(card: ScoreCard, run_dir: Path, side: int) -> dict[str, Any
     from pathgls.inspect.viz import heatmap_overlay
 
     try:
-        thumb, size = _item_image(card, side, run_dir)
+        thumb, size = _item_image(card, side, run_dir=run_dir)
     except (PathGLSError, OSError, ValueError) as e:
         return {"image": None, "note": f"the item's picture cannot be read: {e}"}
     g = card.modules.get("grounding")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -45,8 +46,17 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:
-    """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8."""
-    return write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+    """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8.
+
+    A lone surrogate (an undecodable byte of a file name, ``"\\udcff"``) cannot be UTF-8: it is
+    written as its backslash escape, which in a JSON string is that very character again.
+    """
+    return write_bytes_atomic(path, encode_text(text), fsync=fsync)
+
+
+def encode_text(text: str) -> bytes:
+    """``text`` as UTF-8, lone surrogates written as backslash escapes (never an error)."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def remove_stale_temporaries(root: str | os.PathLike[str]) -> list[Path]:
@@ -76,3 +86,24 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's live process
         return True
     return True
+
+
+#: What an OSError of a write means for the user, by errno.
+_WRITE_ERRORS = {
+    errno.ENOSPC: "no space left on the device (the disk is full): free some, or write elsewhere",
+    errno.EDQUOT: "the disk quota is exceeded: free some space, or write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.EACCES: "permission denied: write elsewhere, or fix the folder's permissions",
+    errno.EPERM: "operation not permitted: write elsewhere, or fix the folder's permissions",
+    errno.EFBIG: "the file is too large for this file system",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "the path is a folder, not a file",
+}
+
+
+def describe_os_error(error: OSError) -> str:
+    """A reason a user can act on for a failed write (disk full, read-only, ...), else the
+    system's message."""
+    hint = _WRITE_ERRORS.get(error.errno or -1)
+    text = error.strerror or str(error)
+    return f"{hint} ({text})" if hint else text

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.errors import LockedError, PathGLSError
+from pathgls.io.atomic import describe_os_error
+from pathgls.io.rundir import open_nofollow
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +104,14 @@ def acquire(
 
     Raises:
         LockedError: a live process holds it (after ``wait_s``); the message names it.
+        RunDirError: the lock file is a symbolic link (its target is never touched).
         PathGLSError: the lock file cannot be created (read-only or missing folder).
     """
     p = Path(path)
     try:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(p, os.O_RDWR | os.O_CREAT)  # a planted link is refused, not truncated
     except OSError as e:
-        raise PathGLSError(f"cannot lock {what}: {p}: {e.strerror or e}") from e
+        raise PathGLSError(f"cannot lock {what}: {p}: {describe_os_error(e)}") from e
     deadline = None if wait_s is None else time.monotonic() + max(0.0, wait_s)
     announced = False
     while True:
@@ -128,7 +131,7 @@ def acquire(
             time.sleep(_POLL_S)
         except OSError as e:
             os.close(fd)
-            raise PathGLSError(f"cannot lock {what}: {p}: {e.strerror or e}") from e
+            raise PathGLSError(f"cannot lock {what}: {p}: {describe_os_error(e)}") from e
     stale = _read_holder(fd) or None
     if stale is not None:
         log.warning("%s: took over the lock of %s, which ended", what, describe_holder(stale))
@@ -140,7 +143,7 @@ def acquire(
     except OSError as e:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-        raise PathGLSError(f"cannot lock {what}: {p}: {e.strerror or e}") from e
+        raise PathGLSError(f"cannot lock {what}: {p}: {describe_os_error(e)}") from e
     return Lock(path=p, fd=fd, took_over=stale)
 
 

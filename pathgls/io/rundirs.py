@@ -106,7 +106,7 @@ def check_new_run_dir(path: str | os.PathLike[str]) -> Path:
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise ConfigError(f"--out {p} is a file; give a folder for the run")
+        raise ConfigError(f"--out {p} is a file, not a folder; give a folder for the run")
     if p.is_dir() and not is_run_dir(p):
         runs = runs_below(p)
         if runs:

@@ -58,12 +58,9 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _CONTROL_BYTES = bytes(b for b in (*range(32), 127) if b not in b"\t\n\r\f\x1b")
 
 
-def binary_format(head: bytes) -> str | None:
-    """What ``head`` (a file's first bytes) is when it is not text; None for text.
-
-    Known signatures name their format; otherwise a NUL byte (outside UTF-16 with a byte-order
-    mark) or more than :data:`MAX_CONTROL_SHARE` control characters make it "binary data".
-    """
+def signature_format(head: bytes) -> str | None:
+    """The binary format ``head`` (a file's first bytes) names by its signature; None when it
+    has no known signature (it may still be binary: :func:`binary_format`)."""
     for magic, what in SIGNATURES:
         if head.startswith(magic):
             return what
@@ -73,6 +70,19 @@ def binary_format(head: bytes) -> str | None:
         return "a DICOM file"
     if head.startswith(b"BM") and len(head) >= 26 and head[6:10] == b"\x00\x00\x00\x00":
         return "a BMP image"
+    return None
+
+
+def binary_format(head: bytes) -> str | None:
+    """What ``head`` (a file's first bytes) is when it is not text; None for text.
+
+    Known signatures name their format (:func:`signature_format`); otherwise a NUL byte
+    (outside UTF-16 with a byte-order mark) or more than :data:`MAX_CONTROL_SHARE` control
+    characters make it "binary data".
+    """
+    named = signature_format(head)
+    if named is not None:
+        return named
     if head.startswith(_UTF16_BOMS):
         return None
     if b"\x00" in head:
@@ -91,6 +101,16 @@ def file_binary_format(path: str | os.PathLike[str]) -> str | None:
     """
     with open(path, "rb") as f:
         return binary_format(f.read(SNIFF_BYTES))
+
+
+def file_signature_format(path: str | os.PathLike[str]) -> str | None:
+    """:func:`signature_format` of a file's first bytes.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        return signature_format(f.read(SNIFF_BYTES))
 
 
 def read_text_bytes(path: str | os.PathLike[str], *, what: str = "report") -> bytes:

@@ -37,8 +37,10 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pathgls.config.run import MAX_BACKOFF_S, MAX_RETRIES, MAX_TIMEOUT_S
 from pathgls.errors import ConfigError, LLMError
-from pathgls.io.redact import redact, url_secrets
+from pathgls.io.redact import Secrets, redact, split_credentials, userinfo_span
+from pathgls.jsontext import JSONTextError, loads_strict, valid_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -59,34 +61,36 @@ def chat_completions_url(base_url: str) -> str:
     Raises:
         ConfigError: not an http(s) URL.
     """
-    parts = urllib.parse.urlsplit(base_url.strip())
+    url = base_url.strip()
+    span = userinfo_span(url)
+    userinfo = url[span[0] : span[1] + 1] if span else ""  # kept as given (split_userinfo)
+    parts = urllib.parse.urlsplit(split_credentials(url)[0])
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"LLM base URL must be an http(s) URL, got {redact(base_url)!r}")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions" if _VERSION_SUFFIX.search(path) else "/v1/chat/completions"
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    return urllib.parse.urlunsplit((parts.scheme, userinfo + parts.netloc, path, parts.query, ""))
 
 
 def split_userinfo(url: str) -> tuple[str, str | None]:
     """``url`` without its ``user:password@`` part, and the Basic auth header value for it.
 
+    The credentials are found by :func:`pathgls.io.redact.split_credentials` (the one parser:
+    a password may hold ``@``, ``#``, spaces and percent-escapes).
+
     Raises:
         ConfigError: userinfo without a user name.
     """
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    hostport = parts.netloc.rpartition("@")[2]
-    user = urllib.parse.unquote(parts.username or "")
-    password = urllib.parse.unquote(parts.password or "")
+    bare, user, password = split_credentials(url)
+    if user is None:
+        return bare, None
     if not user:
         raise ConfigError(
             f"LLM base URL {redact(url)!r} has credentials without a user name; write "
             "http://USER:PASSWORD@host/... or put the key in the API key variable"
         )
-    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-    bare = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, ""))
+    token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
     return bare, f"Basic {token}"
 
 
@@ -119,16 +123,16 @@ class ChatClient:
     ) -> None:
         if not model.strip():
             raise ConfigError("LLM model name is empty")
-        if timeout_s <= 0:
-            raise ConfigError(f"timeout_s must be positive, got {timeout_s}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be at least 0, got {max_retries}")
-        if backoff_s < 0:
-            raise ConfigError(f"backoff_s must be at least 0, got {backoff_s}")
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise ConfigError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] s, got {timeout_s}")
+        if not 0 <= max_retries <= MAX_RETRIES:
+            raise ConfigError(f"max_retries must be in [0, {MAX_RETRIES}], got {max_retries}")
+        if not 0 <= backoff_s <= MAX_BACKOFF_S:
+            raise ConfigError(f"backoff_s must be in [0, {MAX_BACKOFF_S:g}] s, got {backoff_s}")
         if max_response_bytes < 1:
             raise ConfigError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
         full = chat_completions_url(base_url)
-        self._url_secrets = url_secrets(full)  # masked in server messages that echo them
+        self._url_secrets = Secrets.of(url=full)  # masked wherever a server or model echoes them
         self.url, self._basic = split_userinfo(full)
         self.shown_url = redact(self.url)  # what messages and logs show
         self.max_response_bytes = int(max_response_bytes)
@@ -185,7 +189,7 @@ class ChatClient:
                 last, last_status = self._mask(str(e), key), e.status
                 if attempt == attempts:
                     break
-                wait = self.backoff_s * 2 ** (attempt - 1)
+                wait = min(self.backoff_s * 2.0 ** min(attempt - 1, 64), MAX_BACKOFF_S)
                 if e.retry_after is not None:
                     wait = max(wait, min(e.retry_after, _MAX_RETRY_AFTER_S))
                 logger.warning(
@@ -208,9 +212,17 @@ class ChatClient:
 
     def _mask(self, text: str, key: str | None) -> str:
         """``text`` without the API key, the URL's secrets and anything :func:`redact` finds."""
-        for secret in [key, *self._url_secrets] if key else self._url_secrets:
-            text = text.replace(secret, "***")
-        return redact(text)
+        return redact(self.secrets(key).scrub(text))
+
+    def secrets(self, key: str | None = None) -> Secrets:
+        """The secrets this client knows: its URL's password, query secrets and Basic token,
+        and the API key (``key``, else the one in ``api_key_env`` now)."""
+        key = key if key is not None else self._api_key()
+        return self._url_secrets + Secrets.of(keys=[key]) if key else self._url_secrets
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret of this client masked (see :meth:`secrets`)."""
+        return self.secrets().scrub(text)
 
     def _api_key(self) -> str | None:
         if not self.api_key_env:
@@ -313,18 +325,25 @@ class ChatClient:
             conn.close()
 
     def _content(self, raw: bytes, key: str | None) -> str:
+        """The answer's text: lone surrogates replaced, the client's secrets masked.
+
+        A model may repeat the API key or the Basic-auth password it was sent; the text that
+        leaves the client never holds them (see :class:`~pathgls.io.redact.Secrets`).
+        """
         try:
-            data = json.loads(raw.decode("utf-8", errors="replace"))
+            data = loads_strict(raw.decode("utf-8", errors="replace"))
             message = data["choices"][0]["message"]
             content = message.get("content")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             snippet = self._mask(raw[:200].decode("utf-8", errors="replace"), key)
-            raise _Transient(f"unreadable answer ({type(e).__name__}): {snippet!r}") from e
+            why = f"{type(e).__name__}: {e}" if isinstance(e, JSONTextError) else type(e).__name__
+            raise _Transient(f"unreadable answer ({self._mask(why, key)}): {snippet!r}") from e
         if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
             content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         if not isinstance(content, str):
-            raise _Transient(f"answer has no text content: {str(message)[:200]!r}")
-        return content
+            shown = self._mask(str(message)[:200], key)
+            raise _Transient(f"answer has no text content: {shown!r}")
+        return self.secrets(key).scrub(valid_unicode(content))
 
 
 class _Transient(Exception):
@@ -342,7 +361,7 @@ def _server_message(raw: bytes) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the body text, shortened."""
     text = raw.decode("utf-8", errors="replace").strip()
     try:
-        data = json.loads(text)
+        data = loads_strict(text)
     except ValueError:
         data = None
     if isinstance(data, dict):

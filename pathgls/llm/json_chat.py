@@ -18,7 +18,6 @@ must be one JSON object; schema problems are listed, at most five.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from pathgls.errors import ConfigError, NoValidReplyError, ReplyFormatError
+from pathgls.jsontext import JSONTextError, loads_strict
 
 logger = logging.getLogger(__name__)
 
@@ -178,14 +178,14 @@ def load_json_object(
         error: The :class:`~pathgls.errors.ReplyFormatError` subclass to raise.
 
     Raises:
-        ReplyFormatError: (as ``error``) not valid JSON, or JSON that is not an object.
+        ReplyFormatError: (as ``error``) not valid JSON, JSON that is not an object, an object
+            that gives one key twice (``json.loads`` would keep the last value silently), or
+            nesting deeper than :data:`~pathgls.jsontext.MAX_DEPTH`.
     """
     try:
-        data = json.loads(strip_fence(content))
-    except ValueError as e:  # json.JSONDecodeError, and UnicodeDecodeError is one too
+        data = loads_strict(strip_fence(content))
+    except JSONTextError as e:  # invalid, a key given twice, nested too deeply
         raise error(f"the reply is not valid JSON ({e})") from e
-    except RecursionError as e:
-        raise error("the reply is not valid JSON (nested too deeply)") from e
     if not isinstance(data, dict):
         raise error(f"the reply must be a JSON object, got {type(data).__name__}")
     return data

@@ -48,13 +48,15 @@ def plan_items(
     extension (the id an earlier version gave when stems collided).
 
     Raises:
-        ConfigError: two inputs would still share a file name (ids equal but for case).
+        ConfigError: two inputs would still share a file name (ids equal but for case, or
+            equal once non-UTF-8 bytes are escaped).
     """
     ids = unique_ids(slides, root=root)
     clashes = name_collisions(ids)
     if clashes:
         raise ConfigError(
-            "these inputs would share result files (names equal but for case): "
+            "these inputs would share result files (names equal but for case, or equal once "
+            "bytes that are not UTF-8 are written as \\xNN escapes): "
             + "; ".join(f"{a!r} and {b!r}" for a, b in clashes[:10])
             + "; rename one of each pair"
         )

@@ -251,9 +251,7 @@ def _prepare_slide(
         view = slide_view(item.path, bag=bag, config=config.view, session=session)
         view_s = time.perf_counter() - t0
         tiling = session.tiling() if models.encoder is not None else None
-        inputs["slide_size"] = list(
-            tiling.dimensions if tiling is not None else session.reader.dimensions
-        )
+        inputs["slide_size"] = list(session.dimensions)
         inputs["slide_identity"] = session.identity().to_dict()
         if tiling is not None:
             inputs["patches_file"] = str(session.patches_path)
@@ -501,7 +499,10 @@ def _grounding(
             source = prep.roi
         else:
             assert prep.bag is not None
-            source = stack.enter_context(open_bag_source(prep.bag))
+            size = prep.inputs.get("slide_size")  # the session's: coords outside are refused
+            source = stack.enter_context(
+                open_bag_source(prep.bag, slide_size=tuple(size) if size else None)
+            )
         res = ground_report(
             report=report,
             source=source,

@@ -13,6 +13,12 @@ the reason, a dead worker is replaced (at most as many times as there are worker
 goes on; a rerun redoes those items. A model that cannot be loaded is an error before any item,
 raised with its own type, as the local executor raises it.
 
+A lost cluster ends the run: the driver never waits without a deadline. When no result has come
+for ``run.ray_health_s`` seconds it asks the cluster for its live nodes (itself under that
+deadline); a cluster with no live node, or one that does not answer, for as long again raises
+:class:`~pathgls.errors.ClusterError` (a raylet that died left the driver waiting for ever), so
+the run ends with a ``failed`` manifest and a rerun resumes it.
+
 Each actor asks for one CPU and computes on one thread (torch's intra-op threads are set to
 its CPUs, so actors never oversubscribe a node); the local executor uses every core. Float32
 tensor reductions summed in another order can differ in their last bit, so a Ray run's
@@ -27,13 +33,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pathgls.config import PathGLSConfig
-from pathgls.errors import ConfigError, PathGLSError
+from pathgls.errors import ClusterError, ConfigError, PathGLSError
 from pathgls.runner.local import ResultFn, Task
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ScoreCard
@@ -157,7 +164,65 @@ def run_ray(
         return _run(ray, tasks, config, store, on_result, workers, t0)
     finally:
         if initialised_here:
-            ray.shutdown()
+            _with_deadline(ray.shutdown, config.run.ray_health_s, what="ray.shutdown()")
+
+
+def _with_deadline(fn: Callable[[], Any], seconds: float, *, what: str) -> tuple[bool, Any]:
+    """``(True, fn())`` when ``fn`` returns within ``seconds``, else ``(False, None)``; an
+    exception of ``fn`` counts as no answer. ``fn`` runs in a daemon thread: a call into a
+    cluster that lost its nodes may never return, and must not hold the run."""
+    answer: list[Any] = []
+
+    def call() -> None:
+        try:
+            answer.append(fn())
+        except Exception as e:  # a cluster that is going away raises all kinds
+            log.warning("%s failed: %s", what, _first_line(e))
+
+    thread = threading.Thread(target=call, name=f"pathgls-{what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        log.warning("%s did not return within %.0f s", what, seconds)
+        return False, None
+    return (True, answer[0]) if answer else (False, None)
+
+
+def _live_nodes(ray: Any, seconds: float) -> int | None:
+    """Live nodes of the cluster, or None when it does not answer within ``seconds``."""
+    ok, nodes = _with_deadline(ray.nodes, seconds, what="ray.nodes()")
+    return sum(bool(n.get("Alive")) for n in nodes) if ok else None
+
+
+def _wait_one(ray: Any, refs: list[Any], *, health_s: float) -> Any:
+    """The first of ``refs`` that is ready; the cluster's health is checked while none is.
+
+    Raises:
+        ClusterError: no live node (or no answer) for ``health_s`` after a wait of
+            ``health_s`` without a result.
+    """
+    lost_since: float | None = None
+    while True:
+        ready, _ = ray.wait(refs, num_returns=1, timeout=health_s)
+        if ready:
+            return ready[0]
+        live = _live_nodes(ray, health_s)
+        if live:
+            lost_since = None  # a long item on a healthy cluster
+            continue
+        now = time.monotonic()
+        lost_since = lost_since or now
+        log.warning(
+            "no result for %.0f s and the Ray cluster %s",
+            health_s,
+            "has no live node" if live == 0 else "does not answer",
+        )
+        if now - lost_since >= health_s:
+            raise ClusterError(
+                f"the Ray cluster has {'no live node' if live == 0 else 'stopped answering'} "
+                f"(no result for over {2 * health_s:.0f} s; run.ray_health_s = {health_s:g}): "
+                "its raylet or head died; the items done are kept, rerun to resume"
+            )
 
 
 def _first_line(error: BaseException) -> str:
@@ -200,8 +265,9 @@ def _run(
     hare = config.run.hare and any(item.reference is not None for item, _ in tasks)
     args = (config, str(store.root), hare)
     actors = [actor_cls.remote(*args) for _ in range(n)]
+    health_s = config.run.ray_health_s
     try:
-        description = _describe(ray, actors)
+        description = _describe(ray, actors, health_s=health_s)
         startup_s = time.perf_counter() - t0
         replaced = _schedule(
             ray,
@@ -215,21 +281,26 @@ def _run(
                     item=task[0], subjects=task[1], error=why, config=config, models=description
                 ),
             ),
+            health_s=health_s,
         )
     finally:
-        for a in actors:
-            ray.kill(a)
+        _with_deadline(lambda: [ray.kill(a) for a in actors], health_s, what="ray.kill()")
     return description | {"ray": {"workers": n, "startup_s": startup_s, "replaced": replaced}}
 
 
-def _describe(ray: Any, actors: list[Any]) -> dict[str, Any]:
+def _describe(ray: Any, actors: list[Any], *, health_s: float) -> dict[str, Any]:
     """The models' description once every actor has loaded them.
 
     Raises:
         PathGLSError (its own subclass): an actor could not load the models.
+        ClusterError: the cluster lost its nodes meanwhile (see :func:`_wait_one`).
     """
+    refs = [a.describe.remote() for a in actors]
+    pending = list(refs)
+    while pending:  # loading may take minutes; the cluster's health is checked meanwhile
+        pending.remove(_wait_one(ray, pending, health_s=health_s))
     try:
-        answers = ray.get([a.describe.remote() for a in actors])
+        answers = ray.get(refs)
     except ray.exceptions.RayError as e:
         raise PathGLSError(f"a Ray worker could not load the run's models: {e}") from e
     for _description, error in answers:
@@ -246,12 +317,16 @@ def _schedule(
     new_actor: Callable[[], Any],
     on_result: ResultFn,
     on_lost: Callable[[Task, str], None],
+    health_s: float = 20.0,
 ) -> int:
     """Keep every actor busy until all tasks are done; returns how many actors were replaced.
 
     A dead actor's task is lost (``on_lost``) and the actor replaced, at most ``len(actors)``
     times in all; a replacement gets tasks once it has loaded the models. ``actors`` is
     updated in place (dead ones out, replacements in), so the caller can kill what is left.
+
+    Raises:
+        ClusterError: the cluster lost its nodes (see :func:`_wait_one`).
     """
     pending: deque[Task] = deque(tasks)
     idle = list(actors)
@@ -280,7 +355,7 @@ def _schedule(
             while pending:
                 on_lost(pending.popleft(), why)
             break
-        (ref,), _ = ray.wait([*in_flight, *loading], num_returns=1)
+        ref = _wait_one(ray, [*in_flight, *loading], health_s=health_s)
         if ref in loading:
             actor = loading.pop(ref)
             try:

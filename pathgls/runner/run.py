@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from pathgls.config import PathGLSConfig, save_effective_config, validate_run
 from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError
-from pathgls.io.atomic import remove_stale_temporaries
+from pathgls.io.atomic import describe_os_error, remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
 from pathgls.io.redact import redact
+from pathgls.io.rundir import check_out_dir, refuse_links
 from pathgls.runner.items import WorkItem, discover, read_references
-from pathgls.runner.local import run_local
+from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import (
     Manifest,
     ModelsRecord,
@@ -29,7 +30,7 @@ from pathgls.runner.plan import RunPlan as RunPlan  # re-exported
 from pathgls.runner.plan import plan_run, stored_card
 from pathgls.runner.plan import plan_tasks as plan_tasks  # re-exported
 from pathgls.runner.runlog import RunTimings
-from pathgls.runner.store import ResultsStore, subject_dir_name
+from pathgls.runner.store import OWN_ENTRIES, ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ def run_benchmark(
 
     Raises:
         LockedError: another live run holds ``out`` (the message names its pid, host, start).
+        RunDirError: ``out`` is a file, lies inside the ``source`` folder, or holds a symbolic
+            link where the run writes its own files (lock, logs, cards, ...).
         RunIntegrityError: the run's ScoreCards do not number items × subjects.
         NoSlidesFoundError: nothing to evaluate under ``source``.
         ConfigError: the config cannot run (:func:`~pathgls.config.validate_run`), a bad
@@ -108,12 +111,15 @@ def run_benchmark(
             f"characters a file name cannot hold): {subject_dirs[0][0]!r} and "
             f"{subject_dirs[0][1]!r}"
         )
-    store = ResultsStore(out)
+    store = ResultsStore(check_out_dir(out, inputs=[source]))
     try:
         store.root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise PathGLSError(f"cannot create the run directory {store.root}: {e}") from e
+        raise PathGLSError(
+            f"cannot create the run directory {store.root}: {describe_os_error(e)}"
+        ) from e
     what = f"run directory {store.root}"
+    refuse_links(store.root, OWN_ENTRIES, what=what)
     hint = "rerun with `pathgls benchmark --wait` to wait for it, or use another --out"
     with locked(store.root / RUN_LOCK, what=what, wait_s=wait_s, hint=hint):
         return _run_locked(
@@ -141,7 +147,10 @@ def _run_locked(
         log.info("removed %s, left by a killed writer", stale)
     shown = redacted_config(config)  # what is stored: subject URLs without their secrets
     _warn_if_config_changed(store.root, shown)
-    save_effective_config(shown, store.root)
+    try:
+        save_effective_config(shown, store.root)
+    except OSError as e:
+        raise _write_error(store.root, e) from e
     with timings.phase("planning"):
         plan = plan_run(items, config, store)
     tasks = plan.tasks
@@ -163,6 +172,7 @@ def _run_locked(
     manifest.counts.items, manifest.counts.planned = len(items), planned
     manifest.counts.skipped = planned - todo
     _write_manifest_or_raise(store.root, manifest)
+    before = _card_stamps(store, tasks)
     done = 0
     new_cards: list[ScoreCard] = []
 
@@ -218,7 +228,11 @@ def _run_locked(
                 timings=timings,
             )
     except BaseException as e:
-        _record_end(store.root, manifest, error=e, evaluated=done)
+        # a signal can land between a card's write and the count: the disk has the last word
+        evaluated = max(done, _cards_written(store, tasks, before))
+        _record_end(store.root, manifest, error=e, evaluated=evaluated)
+        if isinstance(e, OSError):  # a summary, plot or card the disk refused
+            raise _write_error(store.root, e) from e
         raise
     timings.log_summary()
     result.skipped = planned - todo
@@ -226,11 +240,39 @@ def _run_locked(
     return result
 
 
+def _card_stamps(store: ResultsStore, tasks: list[Task]) -> dict[Path, int | None]:
+    """The modification stamp of every card the tasks will write (None: not there yet)."""
+    stamps: dict[Path, int | None] = {}
+    for item, subjects in tasks:
+        for subject in subjects:
+            path = store.card_path(subject, item.item_id)
+            try:
+                stamps[path] = path.stat().st_mtime_ns
+            except OSError:
+                stamps[path] = None
+    return stamps
+
+
+def _cards_written(store: ResultsStore, tasks: list[Task], before: dict[Path, int | None]) -> int:
+    """How many of the tasks' cards were written since :func:`_card_stamps` took ``before``."""
+    written = 0
+    for path, stamp in _card_stamps(store, tasks).items():
+        if stamp is not None and stamp != before.get(path):
+            written += 1
+    return written
+
+
 def _models_record(description: dict[str, Any]) -> ModelsRecord | None:
     """The executor's description of the models it loaded (None: it loaded none)."""
     if not description:
         return None
     return ModelsRecord.from_dict(description)
+
+
+def _write_error(run_dir: Path, error: OSError) -> PathGLSError:
+    """The error of a write in the run directory, naming the file and why (disk full, ...)."""
+    where = error.filename or run_dir
+    return PathGLSError(f"cannot write {where}: {describe_os_error(error)}")
 
 
 def redacted_config(config: PathGLSConfig) -> PathGLSConfig:
@@ -252,7 +294,9 @@ def _write_manifest_or_raise(run_dir: Path, manifest: Manifest) -> None:
     try:
         write_manifest(run_dir, manifest)
     except OSError as e:
-        raise PathGLSError(f"cannot write {run_dir / 'manifest.json'}: {e}") from e
+        raise PathGLSError(
+            f"cannot write {run_dir / 'manifest.json'}: {describe_os_error(e)}"
+        ) from e
 
 
 def _record_end(run_dir: Path, manifest: Manifest, *, error: BaseException, evaluated: int) -> None:

@@ -17,6 +17,11 @@ RUN_DIR/
 ScoreCards are written atomically (temporary file + rename): a run killed at any moment
 leaves each card either absent or whole. A card whose ``status`` is not ``ok`` (or that
 cannot be read) is redone on the next run (its generations come from the cache).
+
+The entries above are pathgls's own (:data:`OWN_ENTRIES`): none of them, nor anything below
+them, may be a symbolic link (:func:`~pathgls.io.rundir.refuse_links` at the start of a run), the
+errors log is appended to with ``O_NOFOLLOW``, and a card that is a link is neither read nor
+written (:class:`~pathgls.errors.RunDirError`).
 """
 
 from __future__ import annotations
@@ -31,11 +36,30 @@ from typing import Any
 import numpy as np
 
 from pathgls.config import FusionConfig
-from pathgls.errors import PathGLSError, ScoreCardError
-from pathgls.io.atomic import write_bytes_atomic, write_text_atomic
+from pathgls.errors import PathGLSError, RunDirError, ScoreCardError
+from pathgls.io.atomic import describe_os_error, encode_text, write_bytes_atomic, write_text_atomic
 from pathgls.io.names import safe_stem
 from pathgls.io.redact import redact, redact_data
+from pathgls.io.rundir import make_dir, open_nofollow
 from pathgls.types import ScoreCard, Status
+
+#: Names (``fnmatch`` patterns) of what pathgls writes in a run directory; none may be a link.
+OWN_ENTRIES = (
+    ".pathgls.lock",
+    "manifest.json",
+    "config.toml",
+    "config.json",
+    "scorecards",
+    "grounding",
+    "features_*",
+    "*px_overlap",  # the patches files: <mag>x_<size>px_<overlap>px_overlap/patches/
+    "cache",
+    "errors.jsonl",
+    "summary.*",
+    "plots",
+    "logs",
+    "report.html",
+)
 
 
 def subject_dir_name(subject: str) -> str:
@@ -78,15 +102,18 @@ class ResultsStore:
         Raises:
             OSError: the file cannot be read.
             ScoreCardError: it is not a ScoreCard.
+            RunDirError: it is a symbolic link (never followed).
         """
-        return ScoreCard.from_json(Path(path).read_bytes())
+        fd = open_nofollow(path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            return ScoreCard.from_json(fh.read())
 
     def status(self, subject: str, item_id: str) -> Status | None:
         """``ok``, ``partial`` or ``failed`` from the stored card; None if absent or unreadable."""
         try:
             return self.read_card(self.card_path(subject, item_id)).status
         except (OSError, ScoreCardError):
-            return None
+            return None  # a link (RunDirError) is not caught: the run refuses it
 
     def is_done(self, subject: str, item_id: str) -> bool:
         """Whether the item has a finished (``ok``) ScoreCard, so a rerun skips it."""
@@ -96,13 +123,21 @@ class ResultsStore:
         """Write ``card`` atomically under its subject.
 
         Raises:
-            PathGLSError: the file cannot be written.
+            RunDirError: the card, or a folder on its way, is a symbolic link.
+            PathGLSError: the file cannot be written (disk full, read-only: the message names
+                the file and the reason).
         """
         path = self.card_path(card.subject, card.item_id)
         try:
+            make_dir(self.root, "scorecards", path.parent.name)
+            if path.is_symlink():
+                raise RunDirError(
+                    f"{path} is a symbolic link (to {os.readlink(path)}); pathgls never writes "
+                    "through a link: remove it"
+                )
             return write_text_atomic(path, redact(card.to_json(indent=2)))
         except OSError as e:
-            raise PathGLSError(f"cannot write ScoreCard {path}: {e}") from e
+            raise PathGLSError(f"cannot write ScoreCard {path}: {describe_os_error(e)}") from e
 
     def write_card_stored(self, card: ScoreCard) -> ScoreCard:
         """Write ``card`` (:meth:`write_card`) and return it as stored: secrets masked, as a
@@ -138,12 +173,22 @@ class ResultsStore:
             patch_size_level0=np.int64(patch_size_level0),
             space=np.asarray(space),
         )
-        return write_bytes_atomic(self.grounding_path(subject, item_id), buf.getvalue())
+        path = self.grounding_path(subject, item_id)
+        try:
+            make_dir(self.root, "grounding", path.parent.name)
+            return write_bytes_atomic(path, buf.getvalue())
+        except OSError as e:
+            raise PathGLSError(f"cannot write heat map {path}: {describe_os_error(e)}") from e
 
     def log_error(
         self, *, item_id: str, subject: str | None, status: str, errors: list[str]
     ) -> None:
-        """Append one line to the errors log (flushed to disk, so a kill keeps it)."""
+        """Append one line to the errors log (flushed to disk, so a kill keeps it).
+
+        Raises:
+            RunDirError: the errors log is a symbolic link.
+            PathGLSError: it cannot be written (the message names it and why).
+        """
         record = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "item_id": item_id,
@@ -152,11 +197,18 @@ class ResultsStore:
             "errors": errors,
         }
         record = redact_data(record)
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self.errors_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        line = encode_text(json.dumps(record, ensure_ascii=False) + "\n")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = open_nofollow(self.errors_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with os.fdopen(fd, "wb") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise PathGLSError(
+                f"cannot write the errors log {self.errors_path}: {describe_os_error(e)}"
+            ) from e
 
     def iter_cards(self) -> Iterator[tuple[Path, ScoreCard | None, str | None]]:
         """Every stored card as ``(path, card, None)``, or ``(path, None, error)`` if unreadable."""

@@ -21,6 +21,8 @@ import numpy as np
 
 from pathgls.io.atomic import write_text_atomic
 from pathgls.io.redact import redact
+from pathgls.io.rundir import make_dir
+from pathgls.jsontext import valid_unicode
 from pathgls.subjects.base import Subject, SubjectError, check_images
 
 
@@ -86,9 +88,16 @@ class SubjectCache:
         return text if isinstance(text, str) else None
 
     def put(self, key: str, text: str, meta: dict[str, Any]) -> None:
-        """Store a generation atomically."""
+        """Store a generation atomically.
+
+        Raises:
+            RunDirError: the entry's folder is a symbolic link (never written through).
+            OSError: it cannot be written.
+        """
         payload = json.dumps({"text": text, **meta}, ensure_ascii=False, indent=1)
-        write_text_atomic(self._path(key), payload, fsync=False)
+        path = self._path(key)
+        make_dir(self.dir, path.parent.name)
+        write_text_atomic(path, payload, fsync=False)
 
 
 def cached_generate(
@@ -121,17 +130,21 @@ def cached_generate(
         condition=condition,
         seed=seed,
     )
+    # a subject that knows secrets (an API key, a URL password) masks them in its answers;
+    # answers cached before it did are masked here on the way out
+    scrub = getattr(subject, "scrub", None) or (lambda t: t)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
-            return Generation(text=hit, key=key, cached=True, seconds=0.0)
+            return Generation(text=valid_unicode(scrub(hit)), key=key, cached=True, seconds=0.0)
     t0 = time.perf_counter()
     text = subject.generate(
         imgs, prompt, seed=seed, system=system, item_id=item_id, condition=condition
     )
     seconds = time.perf_counter() - t0
     if not isinstance(text, str):
-        raise SubjectError(f"{subject.name}: answered a {type(text).__name__}, not text")
+        raise SubjectError(f"{redact(subject.name)}: answered a {type(text).__name__}, not text")
+    text = valid_unicode(scrub(text))  # a lone surrogate cannot be stored as UTF-8
     if max_chars is not None and len(text) > max_chars:
         raise SubjectError(
             f"the answer has {len(text)} characters, more than the {max_chars} allowed "

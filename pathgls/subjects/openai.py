@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from pathgls.errors import ConfigError
+from pathgls.io.redact import redact, userinfo_span
 from pathgls.llm.client import ChatClient, LLMError
 from pathgls.subjects.base import (
     SubjectConfig,
@@ -39,21 +39,26 @@ _SCHEME = "openai"
 def parse_openai_argument(argument: str) -> tuple[str, str]:
     """Split ``<base_url>#<model>`` into the base URL and the model name.
 
+    The model follows the first ``#`` after the URL's credentials (a password may hold ``#``:
+    :func:`~pathgls.io.redact.split_credentials`). Messages show the argument redacted.
+
     Raises:
         ConfigError: the URL or the ``#<model>`` part is missing or empty.
     """
-    base_url, sep, model = argument.strip().partition("#")
-    base_url, model = base_url.strip(), model.strip()
+    text = argument.strip()
+    span = userinfo_span(text)
+    cut = text.find("#", span[1] + 1 if span else 0)
+    base_url, model = (text[:cut].strip(), text[cut + 1 :].strip()) if cut >= 0 else (text, "")
     example = "openai:http://localhost:8000/v1#llava-hf/llava-1.5-7b-hf"
-    if not sep or not model:
+    if not model:
         raise ConfigError(
-            f"openai subject {argument!r} names no model: write openai:<base_url>#<model>, "
-            f"e.g. {example}"
+            f"openai subject {redact(argument)!r} names no model: write "
+            f"openai:<base_url>#<model>, e.g. {example}"
         )
     if not base_url:
         raise ConfigError(
-            f"openai subject {argument!r} names no base URL: write openai:<base_url>#<model>, "
-            f"e.g. {example}"
+            f"openai subject {redact(argument)!r} names no base URL: write "
+            f"openai:<base_url>#<model>, e.g. {example}"
         )
     return base_url, model
 
@@ -156,16 +161,19 @@ class OpenAISubject:
                 max_tokens=self.config.max_tokens,
             )
         except LLMError as e:
-            raise SubjectError(f"{where} gave no report: {self._redact(str(e))}") from e
-        report = text.strip()
+            raise SubjectError(f"{where} gave no report: {self.scrub(str(e))}") from e
+        report = text.strip()  # the client has masked its secrets in it
         if not report:
             raise SubjectError(f"{where} returned an empty report")
         return report
 
-    def _redact(self, text: str) -> str:
-        """``text`` without the API key (ChatClient already redacts; this is a second guard)."""
-        key = os.environ.get(self.config.api_key_env, "").strip() if self.config.api_key_env else ""
-        return text.replace(key, "***") if key else text
+    def scrub(self, text: str) -> str:
+        """``text`` without this subject's secrets (API key, URL password, Basic token).
+
+        The client masks them in every answer; cached answers of an earlier pathgls pass
+        through here too (:func:`~pathgls.subjects.cache.cached_generate`).
+        """
+        return self.client.scrub(text)
 
 
 @register_subject(

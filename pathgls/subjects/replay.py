@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pathgls.errors import ConfigError, ReplayFileError
+from pathgls.jsontext import JSONTextError, loads_strict
 from pathgls.subjects.base import SubjectConfig, SubjectError, register_subject
 
 _SCHEME = "replay"
@@ -58,15 +59,10 @@ def _text_field(record: dict[str, Any], key: str, *, path: Path, line: int) -> s
 def _parse_line(raw: str, *, path: Path, line: int) -> tuple[str, str, str, str | None]:
     """``(item_id, condition, report, model)`` of one line."""
     try:
-        record = json.loads(raw)
-    except ValueError as e:
-        raise ReplayFileError(
-            f"{path}, line {line}: invalid JSON ({e})", path=path, line=line
-        ) from e
-    except RecursionError as e:
-        raise ReplayFileError(
-            f"{path}, line {line}: JSON nested too deeply to read", path=path, line=line
-        ) from e
+        record = loads_strict(raw)
+    except JSONTextError as e:  # invalid, a key given twice, nested too deeply
+        why = "JSON nested too deeply to read" if "deep" in str(e) else f"invalid JSON ({e})"
+        raise ReplayFileError(f"{path}, line {line}: {why}", path=path, line=line) from e
     if not isinstance(record, dict):
         raise ReplayFileError(
             f"{path}, line {line}: expected a JSON object, got {type(record).__name__}",

@@ -95,7 +95,6 @@ def slide_view(
         SlideError: the slide cannot be read.
         BagError: the bag is invalid, has no patch, or does not fit the slide.
     """
-    from pathgls.features.bags import read_bag
     from pathgls.features.session import bag_read_plan, session_for
 
     cfg = config or ViewConfig()
@@ -112,7 +111,7 @@ def slide_view(
                 description=f"thumbnail {thumb.shape[1]}×{thumb.shape[0]}",
             )
         assert bag is not None
-        fb = read_bag(bag, windows=False)
+        fb = sess.read_bag(bag, windows=False)  # checked against this slide (coords inside)
         if len(fb) == 0:
             raise PathGLSError(f"{bag}: the bag has no patch to show")
         idx = diverse_patches(fb.features, k=cfg.k, seed=cfg.seed)

@@ -1,8 +1,9 @@
 """Test fixtures that ship with the package: tiny random models and synthetic slides.
 
-Randomly initialised models of the real architectures (:mod:`.models`) and Aperio-style
-pyramids built from real pixels (:mod:`.synthetic`), for tests and benchmarks. Their scores
-mean nothing and are never reported as results.
+Randomly initialised models of the real architectures (:mod:`.models`), Aperio-style
+pyramids built from real pixels (:mod:`.synthetic`) and hostile files that lie about themselves
+(:mod:`.hostile`: bags pointing at other files, slides declaring what they do not hold), for
+tests and benchmarks. Their scores mean nothing and are never reported as results.
 
 Nothing in the runtime imports this package; it may import any stage.
 """

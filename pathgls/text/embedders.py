@@ -106,10 +106,10 @@ def _sentence_transformer(argument: str) -> TextEmbedder:
     location = hub.resolve_ref(ref, name=name)
     if not location.is_dir():
         raise ModelNotFoundError(f"{name}: {location} is not a sentence-transformers directory")
-    from pathgls.hub.hf import quiet_loading
+    from pathgls.hub.hf import quiet_loading, refusing_pickles
 
     repo, revision, _ = hub.weights_provenance(location, label=name)
-    with quiet_loading():
+    with quiet_loading(), refusing_pickles(name, location, error=ModelNotFoundError):
         model = SentenceTransformer(str(location), device="cpu", local_files_only=True)
     return SentenceTransformerEmbedder(
         model,

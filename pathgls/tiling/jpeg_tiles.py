@@ -19,8 +19,16 @@ OpenSlide as before.
 
 Tiles are decoded by libjpeg-turbo through ``simplejpeg`` (a thin wrapper that releases the GIL
 and writes into a given buffer, 2–4× faster per tile than going through Pillow's Python JPEG
-parser, which held the GIL for about half of each decode); where ``simplejpeg`` is not
-installed, Pillow's ``draft`` does the same decode. Both give the same pixels (tested). An
+parser, which held the GIL for about half of each decode). Pillow's ``draft`` gives the same
+pixels (tested) but is only used when asked for by name: it decodes a damaged tile that libjpeg
+warns about ("Corrupt JPEG data") without a word, where OpenSlide and ``simplejpeg`` refuse it.
+
+**One decode policy.** Whether a tile can be read is OpenSlide's decision, whatever the path:
+``simplejpeg`` treats libjpeg's warnings as errors, as OpenSlide does, and a tile it refuses is
+handed back to OpenSlide (:meth:`JpegTiles.read` raises, the reader then reads the region
+through OpenSlide), which refuses it with its own error or reads it. A level simplejpeg cannot
+probe is read through OpenSlide; a level whose tile offsets or byte counts point outside the
+file (a 2^60-byte tile) is never decoded here. An
 RGB-coded level (TIFF photometric RGB, as Aperio writes) gets an Adobe APP14 marker with
 transform 0, which tells libjpeg the components are R, G, B and not to convert them — what
 OpenSlide does by setting the JPEG colour space itself.
@@ -146,8 +154,10 @@ class JpegTiles:
             return None
         if level is None:
             return None
-        # simplejpeg first; Pillow where libjpeg-turbo's simple API refuses the stream
-        for name in [decoder] if decoder else dict.fromkeys([default_decoder(), "pillow"]):
+        # only a decoder as strict as OpenSlide's by default (see the module docstring); a
+        # level simplejpeg refuses is read through OpenSlide
+        strict: list[Decoder] = [] if simplejpeg is None else ["simplejpeg"]
+        for name in [decoder] if decoder else strict:
             tiles = cls(path, level, decoder=name)
             try:
                 agreement = tiles._agreement(reference)
@@ -282,10 +292,19 @@ class JpegTiles:
         return None
 
 
+#: Largest tile accepted for decoding here, in bytes (a 512² RGB tile is 768 KiB uncompressed).
+MAX_TILE_BYTES = 64 << 20
+
+
 def _find_level(path: str | Path, dims: tuple[int, int]) -> _Level | None:
-    """The tiled JPEG TIFF directory with these dimensions, as a :class:`_Level`."""
+    """The tiled JPEG TIFF directory with these dimensions, as a :class:`_Level`.
+
+    None when there is none, or when a tile's offset or byte count lies outside the file or
+    exceeds :data:`MAX_TILE_BYTES` (a damaged or hostile file: OpenSlide reads it, or refuses).
+    """
     import tifffile
 
+    size = os.path.getsize(path)
     with tifffile.TiffFile(str(path)) as tif:
         for page in tif.pages:
             if (page.imagewidth, page.imagelength) != tuple(dims):
@@ -295,6 +314,17 @@ def _find_level(path: str | Path, dims: tuple[int, int]) -> _Level | None:
             if page.photometric not in (_RGB, _YCBCR) or page.samplesperpixel != 3:
                 return None
             if page.planarconfig != 1:  # contiguous
+                return None
+            offsets = np.array(page.dataoffsets, dtype=np.uint64).astype(np.float64)
+            counts = np.array(page.databytecounts, dtype=np.uint64).astype(np.float64)
+            if counts.size and (counts.max() > MAX_TILE_BYTES or (offsets + counts).max() > size):
+                log.warning(
+                    "%s: a JPEG tile of the %d×%d level lies outside the file or is larger than "
+                    "%d bytes; the level is read through OpenSlide",
+                    path,
+                    *dims,
+                    MAX_TILE_BYTES,
+                )
                 return None
             return _Level(
                 width=page.imagewidth,

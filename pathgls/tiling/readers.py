@@ -7,6 +7,7 @@ the file and what went wrong.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import warnings
@@ -18,8 +19,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from pathgls.config import DEFAULT_LEVEL_READ_PIXELS
 from pathgls.errors import SlideOpenError, SlideReadError
+from pathgls.io.names import printable
 from pathgls.tiling.jpeg_tiles import JpegTiles
+
+log = logging.getLogger(__name__)
 
 #: Extensions OpenSlide reads (with openslide-bin ≥ 4, DICOM too).
 WSI_EXTENSIONS = frozenset(
@@ -85,7 +90,7 @@ class OpenSlideReader:
         import openslide
 
         self.path = str(path)
-        self.name = Path(path).stem
+        self.name = printable(Path(path).stem)  # a non-UTF-8 byte as \xNN
         try:
             self._slide = openslide.OpenSlide(self.path)
         except openslide.OpenSlideUnsupportedFormatError as e:
@@ -104,24 +109,28 @@ class OpenSlideReader:
             user=mpp, metadata=meta_mpp, objective=self.objective
         )
         self.properties = dict(props)
+        # the geometry is read once: after a failed read OpenSlide answers every later call,
+        # these included, with that error ("Premature end of JPEG file")
+        self._level_dimensions = tuple((int(w), int(h)) for w, h in self._slide.level_dimensions)
+        self._level_downsamples = tuple(float(d) for d in self._slide.level_downsamples)
         self._scaled: dict[int, JpegTiles | None] = {}  # level → scaled JPEG reader, if usable
         self._scaled_lock = threading.Lock()
 
     @property
     def dimensions(self) -> tuple[int, int]:
-        return tuple(self._slide.dimensions)
+        return self._level_dimensions[0]
 
     @property
     def level_count(self) -> int:
-        return self._slide.level_count
+        return len(self._level_dimensions)
 
     @property
     def level_dimensions(self) -> tuple[tuple[int, int], ...]:
-        return tuple(tuple(d) for d in self._slide.level_dimensions)
+        return self._level_dimensions
 
     @property
     def level_downsamples(self) -> tuple[float, ...]:
-        return tuple(float(d) for d in self._slide.level_downsamples)
+        return self._level_downsamples
 
     def read_region(
         self, xy_level0: tuple[int, int], level: int, size: tuple[int, int]
@@ -149,7 +158,8 @@ class OpenSlideReader:
         """``read_region`` reduced ``factor``× by decoding JPEG tiles at reduced scale.
 
         Returns None where that is not possible (not a JPEG-tiled TIFF level, a request not
-        aligned to ``factor``); the caller then reads and resizes. See
+        aligned to ``factor``, a tile the strict decoder refuses); the caller then reads through
+        OpenSlide (which refuses a damaged tile with its own error) and resizes. See
         :mod:`pathgls.tiling.jpeg_tiles` for the numerical difference to read + area filter.
         ``out`` (uint8, the reduced shape) receives the pixels when given.
         """
@@ -160,13 +170,21 @@ class OpenSlideReader:
         x, y = xy_level0[0] / ds, xy_level0[1] / ds
         if x != int(x) or y != int(y):
             return None
+        shape = (size[1] // factor, size[0] // factor, 3)
+        if out is not None and (out.shape != shape or out.dtype != np.uint8):
+            raise SlideReadError(
+                f"{self.path}: out must be uint8 {shape}, got {out.dtype} {out.shape}",
+                path=self.path,
+            )
         try:
             return tiles.read((int(x), int(y)), size, factor, out=out)
         except (OSError, ValueError) as e:
-            raise SlideReadError(
-                f"{self.path}: decoding JPEG tiles failed at {xy_level0}, level {level}: {e}",
-                path=self.path,
-            ) from e
+            # one decode policy: OpenSlide decides whether these tiles can be read (the caller
+            # reads the region through it, which refuses a damaged tile with its own error)
+            log.debug(
+                "%s: own JPEG decoding refused at %s, level %d: %s", self.path, xy_level0, level, e
+            )
+            return None
 
     def _scaled_level(self, level: int) -> JpegTiles | None:
         with self._scaled_lock:
@@ -224,7 +242,7 @@ class ImageReader:
         self, path: str | Path, *, mpp: float | None = None, default_mpp: float = 0.5
     ) -> None:
         self.path = str(path)
-        self.name = Path(path).stem
+        self.name = printable(Path(path).stem)  # a non-UTF-8 byte as \xNN
         try:
             with Image.open(self.path) as im:
                 im.load()
@@ -295,7 +313,11 @@ class ImageReader:
 
 
 def read_downsampled(
-    reader: SlideReader, downsample: float, *, strip_pixels: int = 1 << 20
+    reader: SlideReader,
+    downsample: float,
+    *,
+    strip_pixels: int = 1 << 20,
+    max_read_pixels: int = DEFAULT_LEVEL_READ_PIXELS,
 ) -> np.ndarray:
     """The whole slide at ``downsample`` (level-0 px per output px), memory flat in slide size.
 
@@ -303,7 +325,22 @@ def read_downsampled(
     a single-level 100k-pixel slide never has to fit in memory at full resolution. A reader
     with a ``one_pass()`` context (OpenSlide) is read through it, so the tiles of this pass do
     not stay in the reader's tile cache.
+
+    Raises:
+        SlideReadError: the level to read holds more than ``max_read_pixels`` pixels (a slide
+            without a coarse enough level; ``tiling.max_level_read_pixels``), before a pixel is
+            read.
     """
+    level = best_level_for_downsample(reader.level_downsamples, max(float(downsample), 1.0))
+    lw, lh = reader.level_dimensions[level]
+    if lw * lh > max_read_pixels:
+        raise SlideReadError(
+            f"{reader.path}: a whole-slide pass would read level {level} in full ({lw}×{lh} = "
+            f"{lw * lh:.3g} px), more than tiling.max_level_read_pixels = {max_read_pixels:.3g}; "
+            "the slide has no coarser level: build a pyramid for it (e.g. `vips tiffsave in "
+            "out.tif --tile --pyramid --compression jpeg`) or raise the setting",
+            path=reader.path,
+        )
     one_pass = getattr(reader, "one_pass", None)
     with one_pass() if one_pass is not None else nullcontext(reader) as source:
         return _read_downsampled(source, downsample, strip_pixels=strip_pixels)

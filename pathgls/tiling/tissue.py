@@ -166,7 +166,7 @@ def slide_tissue_mask(reader: SlideReader, config: TilingConfig, *, mpp0: float)
     # The mask is at most mask_max_side px on its long side, so memory is flat in slide size.
     w0, h0 = reader.dimensions
     downsample = max(downsample, max(w0, h0) / config.mask_max_side)
-    thumb = read_downsampled(reader, downsample)
+    thumb = read_downsampled(reader, downsample, max_read_pixels=config.max_level_read_pixels)
     real_ds = w0 / thumb.shape[1]
     tm = tissue_mask(thumb, mpp=mpp0 * real_ds, config=config)
     return TissueMask(tm.mask, real_ds, tm.threshold)
