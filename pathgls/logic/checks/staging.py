@@ -1,0 +1,228 @@
+"""Checks of the stage against the report's own size, extent, nodes and metastases.
+
+The cut-offs are AJCC's (and FIGO's for the uterus), kept only where they hold in every edition
+the reports use (6th to 8th): a pT1 lung carcinoma is at most 3 cm in all three, while a pT2
+lung carcinoma may be any size above 3 cm in the 6th and is bounded in the 7th and 8th, so only
+the former is checked. An organ the report does not name certainly gets no stage check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from types import MappingProxyType
+
+from pathgls.config import CheckWeights
+from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
+from pathgls.text.case import Fact
+
+#: organ → pT category prefix → (lower bound exclusive, upper bound inclusive) in cm, None: open.
+SIZE_LIMITS: MappingProxyType[str, dict[str, tuple[float | None, float | None]]] = MappingProxyType(
+    {
+        "breast": {"T1mi": (None, 0.1), "T1a": (None, 0.5), "T1b": (0.5, 1.0), "T1c": (1.0, 2.0),
+                   "T1": (None, 2.0), "T2": (2.0, 5.0), "T3": (5.0, None)},
+        "lung": {"T1a": (None, 2.0), "T1b": (None, 3.0), "T1c": (None, 3.0), "T1": (None, 3.0),
+                 "T2a": (None, 5.0), "T2b": (4.0, 7.0)},
+        "kidney": {"T1a": (None, 4.0), "T1b": (4.0, 7.0), "T1": (None, 7.0), "T2a": (7.0, 10.0),
+                   "T2b": (10.0, None), "T2": (7.0, None)},
+        "pancreas": {"T1": (None, 2.0), "T1a": (None, 0.5), "T1b": (None, 1.0), "T1c": (None, 2.0),
+                     "T2": (2.0, None)},
+        "head and neck": {"T1": (None, 2.0), "T2": (None, 4.0)},
+        "thyroid": {"T1": (None, 2.0), "T1a": (None, 1.0), "T1b": (1.0, 2.0), "T2": (2.0, 4.0)},
+    }
+)
+
+#: organ → pT category prefix → structures that category rules out when involved.
+EXTENT_RULES_OUT: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "prostate": {"T2": ("extraprostatic tissue", "seminal vesicle"), "T3a": ("seminal vesicle",)},
+        "kidney": {"T1": ("perinephric fat", "renal sinus", "renal vein"),
+                   "T2": ("perinephric fat", "renal sinus", "renal vein")},
+        "urinary bladder": {"Ta": ("lamina propria", "muscularis propria", "perivesical tissue"),
+                            "Tis": ("lamina propria", "muscularis propria", "perivesical tissue"),
+                            "T1": ("muscularis propria", "perivesical tissue"),
+                            "T2": ("perivesical tissue",)},
+        "colon": {"T1": ("muscularis propria", "subserosa", "pericolorectal tissue", "serosal surface"),
+                  "T2": ("subserosa", "pericolorectal tissue", "serosal surface"),
+                  "T3": ("serosal surface",)},
+        "stomach": {"T1": ("muscularis propria", "subserosa", "serosal surface"),
+                    "T2": ("subserosa", "serosal surface"), "T3": ("serosal surface",)},
+        "uterus": {"T1": ("cervical stroma", "uterine serosa", "parametrium", "serosa"),
+                   "T2": ("uterine serosa", "parametrium", "serosa")},
+        "lung": {"T1": ("visceral pleura", "main bronchus", "chest wall"),
+                 "T2": ("chest wall",)},
+        "cervix": {"T1": ("parametrium", "vagina")},
+    }
+)
+
+#: organ → pT category prefix → structures (one of which) that category requires.
+EXTENT_REQUIRES: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "prostate": {"T3b": ("seminal vesicle",)},
+        "urinary bladder": {"T2": ("muscularis propria",), "T3": ("perivesical tissue",)},
+        "colon": {"T3": ("subserosa", "pericolorectal tissue"), "T4a": ("serosal surface", "serosa")},
+    }
+)
+
+#: organ → pN category → (min, max) positive regional nodes; only organs where counts define N.
+NODE_COUNTS: MappingProxyType[str, dict[str, tuple[int, int | None]]] = MappingProxyType(
+    {
+        "breast": {"N1": (1, 3), "N1a": (1, 3), "N2": (4, 9), "N2a": (4, 9), "N3": (10, None),
+                   "N3a": (10, None)},
+        "colon": {"N1": (1, 3), "N1a": (1, 1), "N1b": (2, 3), "N2": (4, None), "N2a": (4, 6),
+                  "N2b": (7, None)},
+        "stomach": {"N1": (1, 2), "N2": (3, 6), "N3": (7, None), "N3a": (7, 15), "N3b": (16, None)},
+    }
+)
+_ITC = re.compile(r"isolated\s+tumou?r\s+cells|\(i\+\)|i\+|micro-?\s?metasta|mi\b", re.I)
+
+
+def _category(f: Fact) -> str:
+    return str(f.value)
+
+
+def _match(cat: str, table: dict[str, object]) -> str | None:
+    """The longest key of ``table`` that ``cat`` starts with (T1b → T1b, T1 → T1)."""
+    best = None
+    for k in table:
+        if cat.startswith(k) and (best is None or len(k) > len(best)):
+            best = k
+    return best
+
+
+def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """pT against size and extent; pN against node counts; FIGO against depth and nodes."""
+    t_facts = [f for f in view.facts("stage", kind="tumour", key="T") if "prefix=y" not in f.note]
+    sizes = view.facts("size", kind="tumour")
+    extents = view.facts("extent", kind="tumour")
+    for t in t_facts:
+        organ = view.organ(t)
+        if organ is None or view.ambiguous(t.target) or not view.carcinoma(t.target):
+            continue
+        if t.target.part in view.multiple or view.primaries > 1 or _several_t(view, t):
+            continue
+        cat = _category(t)
+        limits = SIZE_LIMITS.get(organ, {})
+        key = _match(cat, limits)
+        if key is not None:
+            lo, hi = limits[key]
+            for s in sizes:
+                if not view.same(t.target, s.target) or s.target.part in view.multiple:
+                    continue
+                v = float(s.value)
+                if (hi is not None and v > hi + 0.05) or (lo is not None and v <= lo - 0.05):
+                    yield conflict(
+                        "stage_size", w.stage_size, t, s,
+                        f"p{cat} ({organ}) allows {_range(lo, hi)}, the tumour measures {v:g} cm",
+                    )
+                else:
+                    yield compared("stage_size", t, s)
+        rules = EXTENT_RULES_OUT.get(organ, {})
+        key = _match(cat, rules)
+        if key is not None:
+            for e in extents:
+                if e.key in rules[key] and e.value == "present" and view.same(t.target, e.target):
+                    yield conflict("stage_extent", w.stage_extent, t, e,
+                                   f"p{cat} ({organ}) rules out involvement of the {e.key}")
+        needs = EXTENT_REQUIRES.get(organ, {})
+        key = _match(cat, needs)
+        if key is not None:
+            same = [e for e in extents if e.key in needs[key] and view.same(t.target, e.target)]
+            if same and all(e.value == "absent" for e in same) and not any(
+                e.value == "present" for e in same
+            ):
+                yield conflict("stage_extent", w.stage_extent, t, same[0],
+                               f"p{cat} ({organ}) needs involvement of the {' or '.join(needs[key])}")
+    yield from _depth(view, w)
+    yield from _nodes(view, w)
+
+
+def _several_t(view: CaseView, t: Fact) -> bool:
+    """"pT2 (largest tumor), pT1 (smallest tumor)": a statement staging several tumours."""
+    return sum(
+        1 for f in view.case.facts if f.slot == "stage" and f.key == "T" and f.statement == t.statement
+    ) > 1
+
+
+def _range(lo: float | None, hi: float | None) -> str:
+    if lo is None:
+        return f"at most {hi:g} cm"
+    if hi is None:
+        return f"more than {lo:g} cm"
+    return f"more than {lo:g} and at most {hi:g} cm"
+
+
+def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """Endometrial carcinoma: FIGO IA / pT1a below half the myometrium, IB / pT1b at least half."""
+    depths = [f for f in view.facts("depth", kind="tumour") if f.key == "myometrium"]
+    stages = [f for f in view.facts("stage", kind="tumour") if f.key in ("T", "FIGO")]
+    for s in stages:
+        if view.organ(s) != "uterus":
+            continue
+        v = str(s.value)
+        deep = v.startswith(("T1b", "IB"))
+        shallow = v.startswith(("T1a", "IA"))
+        if not (deep or shallow):
+            continue
+        for d in depths:
+            if not view.same(s.target, d.target):
+                continue
+            frac = float(d.value)
+            if (shallow and frac >= 0.5) or (deep and frac < 0.5):
+                yield conflict("stage_extent", w.stage_extent, s, d,
+                               f"{v} against myometrial invasion of {frac:.0%}")
+            else:
+                yield compared("stage_extent", s, d)
+
+
+def _positives(view: CaseView, n: Fact) -> tuple[int | None, list[Fact]]:
+    """Positive regional nodes the report states for the tumour of ``n``: the stated total, or
+    the sum over stations; None when no count is stated."""
+    counts = [f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note]
+    status = [f for f in view.facts("node_status", kind="nodes")]
+    if any(_ITC.search(view.case.sentence(f.statement)) for f in counts + status):
+        return None, []
+    by_station: dict[tuple[str | None, str], Fact] = {}
+    for f in counts:
+        k = (f.target.part, f.target.name)
+        if k not in by_station or f.value > by_station[k].value:
+            by_station[k] = f
+    if not by_station:
+        neg = [f for f in status if f.value == "negative" and not f.target.name]
+        return (0, neg[:1]) if neg else (None, [])
+    totals = [f for (p, name), f in by_station.items() if not name]
+    if totals:
+        best = max(totals, key=lambda f: f.value)
+        return int(best.value), [best]
+    return sum(int(f.value) for f in by_station.values()), list(by_station.values())
+
+
+def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    n_facts = view.facts("stage", kind="tumour", key="N")
+    if not n_facts:
+        return
+    positive, evidence = _positives(view, n_facts[0])
+    if positive is None or not evidence:
+        return
+    for n in n_facts:
+        cat = str(n.value)
+        if cat.startswith("NX") or _ITC.search(cat) or "prefix=y" in n.note:
+            continue
+        organ = view.organ(n)
+        ev = evidence[0]
+        if cat.startswith("N0") and positive > 0:
+            yield conflict("stage_nodes", w.stage_nodes, n, ev,
+                           f"p{cat} with {positive} positive lymph node(s)")
+        elif not cat.startswith("N0") and positive == 0:
+            yield conflict("stage_nodes", w.stage_nodes, n, ev, f"p{cat} with no positive lymph node")
+        else:
+            table = NODE_COUNTS.get(organ or "", {})
+            key = _match(cat, table)
+            if key is not None and key == cat:
+                lo, hi = table[key]
+                if positive < lo or (hi is not None and positive > hi):
+                    yield conflict("stage_nodes", w.stage_nodes, n, ev,
+                                   f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} "
+                                   f"positive nodes, the report counts {positive}")
+                    continue
+            yield compared("stage_nodes", n, ev)
