@@ -71,7 +71,9 @@ class RulesNLI:
                 continue
             p, q = (c.a, c.b) if not sa else (c.b, c.a)
             hits.append(
-                RuleHit(c.rule, c.probability, fact_label(case, p), fact_label(case, q), c.explanation)
+                RuleHit(
+                    c.rule, c.probability, fact_label(case, p), fact_label(case, q), c.explanation
+                )
             )
         return sorted(hits, key=lambda x: -x.probability)
 

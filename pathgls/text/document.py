@@ -214,7 +214,7 @@ _LEGEND_LIST = re.compile(rf"{_CATEGORY}\b.{{3,80}}?\b{_CATEGORY}\b.{{3,80}}?\b{
 _TEMPLATE = re.compile(r"(?:_{2,}|\[\s\]|\(\s\))\s*\w+.{0,40}?(?:_{2,}|\[\s\]|\(\s\))\s*\w+")
 _FORM = re.compile(
     r"\b(?:discrepancy|disqualified|qualified|reviewer|initials|hipaa|date\s+reviewed|"
-    r"prior\s+malignancy\s+history|dual/synchronous|synchronous\s+primary\s+noted|"
+    r"(?:prior|prim\w*)\s+mali\w*\s+history|mali\w*ncy\s+history|dual/synchronous|synchronous\s+primary\s+noted|"
     r"case\s+is\s*\(circle\)|electronically\s+signed|signed\s+out|page\s+\d+\s+of\s+\d+|"
     r"continued\s+on\s+next\s+page|confidential|unauthorized|accession|uuid|tcga-[a-z0-9]{2}-|"
     r"redacted|printed|print\s+date|run\s+date|icd-?\s?\d|cpt|snomed|billing|fee\s+code|"
@@ -239,7 +239,8 @@ _GENERAL = re.compile(
     r"(?:test|assay)\s+(?:was|is|has)|has\s+not\s+been\s+cleared|fda|according\s+to|is\s+defined"
     r"\s+as|are\s+defined\s+as|literature|in\s+general|typically|usually|often|is\s+known\s+to|"
     r"are\s+known\s+to|reference\s+range|performance\s+characteristics|clia|interpreted\s+only|"
-    r"sensitivity\s+of|specificity\s+of|guidelines?|sometimes|can\s+(?:retract|mimic|cause|"
+    r"sensitivity\s+of|specificity\s+of|guidelines?|sometimes|in\s+most|most\s+(?:tumou?rs|cases)|"
+    r"generally|can\s+(?:retract|mimic|cause|"
     r"lead|result|be\s+seen|occur)|occasionally|protocol\s+for\s+(?:the\s+)?examination|"
     r"based\s+on\s+ajcc|ajcc/uicc|tnm,?\s+\d+(?:th|st|nd|rd)\s+edition|classification\s+should)\b",
     re.I,
@@ -280,7 +281,9 @@ _GROSS_SENTENCE = re.compile(
     r"on\s+opening|opening\s+the)",
     re.I,
 )
-_FAVOUR = re.compile(r"\b(?:we|i)\s+(?:favou?r|believe|suspect|think)|\bfavou?red\b|\bis\s+favou?red", re.I)
+_FAVOUR = re.compile(
+    r"\b(?:we|i)\s+(?:favou?r|believe|suspect|think)|\bfavou?red\b|\bis\s+favou?red", re.I
+)
 _UNCERTAIN_START = re.compile(
     r"^\W*(?:[A-Za-z ]{0,40}:\s*)?(?:suspicious|suspect|suspected|possibl[ey]|probabl[ey]|"
     r"likely|favou?r(?:ed|s)?|suggestive|questionable|presumed|presumptive|consistent\s+with\s+"
@@ -324,7 +327,17 @@ class Document:
     text: str
     parts: dict[str, Part] = field(default_factory=dict)
     statements: list[Statement] = field(default_factory=list)
+    #: Every line that names a part: (label, start, end of its title, region); a part is named
+    #: in the specimen list, the gross description and the diagnosis alike.
+    titles: list[tuple[str, int, int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def statement_at(self, offset: int) -> Statement | None:
+        """The statement holding ``offset`` (None: none does)."""
+        for st in self.statements:
+            if st.start <= offset < st.end:
+                return st
+        return None
 
     def statement_text(self, s: Statement) -> str:
         """The text of statement ``s``."""
@@ -357,7 +370,11 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
     anchor = -99  # line of the last part label (or of a heading kept inside that part)
     for i, (ls, le, kind, body) in enumerate(_heading_lines(text)):
         if kind is not None:
-            if part is not None and i - anchor <= _PART_SUBHEADING_LINES and kind in _PART_REGIONS_INNER:
+            if (
+                part is not None
+                and i - anchor <= _PART_SUBHEADING_LINES
+                and kind in _PART_REGIONS_INNER
+            ):
                 anchor = i  # "A. Kidney:" / "FINAL DIAGNOSIS:": a heading inside the part
             else:
                 part = None
@@ -372,12 +389,24 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
         if label is not None:
             part, anchor = label, i
             ls += title_start
+            title = _title(text[ls:le])
             if label not in doc.parts:
-                doc.parts[label] = Part(label, _title(text[ls:le]))
+                doc.parts[label] = Part(label, title)
+            if title:
+                doc.titles.append(
+                    (
+                        label,
+                        ls,
+                        ls + len(text[ls:le]) - len(text[ls:le].lstrip()) + len(title),
+                        region,
+                    )
+                )
         items.append((ls, le, region, part, False))
     for start, end, reg, prt in _join(text, items):
         for a, b, lab, vs in _statements(text, start, end):
-            if reg not in ("gross", "history", "admin", "specimen") and _GROSS_SENTENCE.match(text, a, b):
+            if reg not in ("gross", "history", "admin", "specimen") and _GROSS_SENTENCE.match(
+                text, a, b
+            ):
                 reg = "gross"  # a gross description outside a gross heading
             kind, reason = _kind(text, a, b, reg, lab, vs)
             doc.statements.append(
@@ -431,8 +460,16 @@ def _one_edit(a: str, b: str) -> bool:
 def _squeezed_headings() -> dict[str, str]:
     """Known headings of 7+ letters without spaces → region (for OCR-damaged headings)."""
     table = {k.replace(" ", ""): v for k, v in REGION_HEADINGS.items() if len(k) >= 7}
-    for k in ("diagnosis", "final diagnosis", "pathologic diagnosis", "microscopic description",
-              "gross description", "microscopic", "pathological diagnosis", "final diagnoses"):
+    for k in (
+        "diagnosis",
+        "final diagnosis",
+        "pathologic diagnosis",
+        "microscopic description",
+        "gross description",
+        "microscopic",
+        "pathological diagnosis",
+        "final diagnoses",
+    ):
         table[k.replace(" ", "")] = _SECTION_REGION[heading_kind(k) or "other"]
     return table
 
@@ -474,6 +511,8 @@ def _heading_lines(text: str) -> Iterator[tuple[int, int, str | None, int | None
             region = _synoptic_title(title) or region_of(title)
             if alone and not colon and not _plain_heading(title):
                 region = None
+            if _FORM.search(title):
+                region = None  # "Prior Malignancy History": a QC form line, not a section
             if region is not None and (alone or _headed_value(title, rest or "")):
                 kind = region
                 body = None if alone else pos + m.start("rest")
@@ -485,9 +524,35 @@ def _heading_lines(text: str) -> Iterator[tuple[int, int, str | None, int | None
 
 #: One-word region names that are headings only with a colon ("TISSUE (extending …)" is text).
 _COLON_ONLY = frozenset(
-    "tissue part parts specimen specimens procedure procedures sections slides blocks received "
-    "taken location status report reported patient name age sex date tumor note notes page "
-    "history summary".split()
+    [
+        "tissue",
+        "part",
+        "parts",
+        "specimen",
+        "specimens",
+        "procedure",
+        "procedures",
+        "sections",
+        "slides",
+        "blocks",
+        "received",
+        "taken",
+        "location",
+        "status",
+        "report",
+        "reported",
+        "patient",
+        "name",
+        "age",
+        "sex",
+        "date",
+        "tumor",
+        "note",
+        "notes",
+        "page",
+        "history",
+        "summary",
+    ]
 )
 
 
@@ -503,7 +568,7 @@ def _plain_heading(title: str) -> bool:
 
 
 def _synoptic_title(title: str) -> str | None:
-    """"SYNOPTIC DATA-PRIMARY COLON AND RECTAL TUMORS", "Lung tissue checklist": a checklist."""
+    """ "SYNOPTIC DATA-PRIMARY COLON AND RECTAL TUMORS", "Lung tissue checklist": a checklist."""
     key = normalize_heading(title)
     if re.search(r"\b(?:synoptic|checklist|cancer\s+case\s+summary|synopsis)\b", key):
         return "synoptic"
@@ -547,7 +612,7 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     m = _SUFFIX_PART.match(line)
     if m and region in _PART_REGIONS and _names_specimen(m.group("title")):
         return m.group("l").upper(), 0
-    if region not in _PART_REGIONS or _CASSETTE.match(line) and not _OCR_PART.match(line):
+    if region not in _PART_REGIONS or (_CASSETTE.match(line) and not _OCR_PART.match(line)):
         if not _PART_WORD.match(line):
             return None, 0
     m = _OCR_PART.match(line)
@@ -561,9 +626,7 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
         return None, 0
     label = label.upper()
     rest = line[m.end() :]
-    if not m.group("word") and (
-        (label.isdigit() and int(label) > 20) or not _names_specimen(rest)
-    ):
+    if not m.group("word") and ((label.isdigit() and int(label) > 20) or not _names_specimen(rest)):
         # a lettered or numbered item is a part only when it names a specimen
         return None, 0
     elif not m.group("word") and label in "IVX" and len(label) == 1 and rest[:1].islower():
@@ -672,7 +735,29 @@ def _continues(previous: str, line: str) -> bool:
 
 
 _CONTINUING = frozenset(
-    "a an and as at by for from in into of on or the to with without than per nor but".split()
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "with",
+        "without",
+        "than",
+        "per",
+        "nor",
+        "but",
+    ]
 )
 
 
@@ -688,7 +773,16 @@ def _statements(text: str, start: int, end: int) -> Iterator[tuple[int, int, str
         yield a, _rstrip(text, a, end), label, vs
         return
     for sa, sb in split_sentences(flat, start=a, end=end):
-        yield sa, sb, None, -1
+        fm = _FIELD.match(flat, sa, sb)
+        if (
+            fm
+            and _is_label(fm.group("label"))
+            and fm.group("value")
+            and len(fm.group("label").split()) <= 5
+        ):
+            yield sa, sb, " ".join(fm.group("label").strip(" *#").split()), fm.start("value")
+        else:
+            yield sa, sb, None, -1
 
 
 def _rstrip(text: str, a: int, b: int) -> int:
@@ -702,9 +796,7 @@ def _is_label(label: str) -> bool:
     words = label.split()
     if not words or len(words) > 9 or _VERB.search(label):
         return False
-    return not {"the", "a", "an", "this", "these", "which", "that"} & {
-        w.lower() for w in words[:1]
-    }
+    return not {"the", "a", "an", "this", "these", "which", "that"} & {w.lower() for w in words[:1]}
 
 
 def _kind(text: str, a: int, b: int, region: str, label: str | None, vs: int) -> tuple[str, str]:

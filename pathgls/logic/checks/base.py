@@ -20,15 +20,9 @@ from dataclasses import dataclass
 
 from pathgls.config import CheckWeights
 from pathgls.text.case import Case, Fact, Target
+from pathgls.text.case.vocab import MULTIPLE_TUMOURS
 
-_MULTI = re.compile(
-    r"\b(?:(?:two|three|four|five|multiple|several|separate|second|synchronous|additional|"
-    r"another|satellite|smaller|other|distinct|bilateral|independent|2|3)\s+(?:[\w\-]+\s+){0,2}"
-    r"(?:tumou?rs?|nodules?|masses|mass|lesions?|foci|focus|carcinomas?|neoplasms?|primar(?:y|ies)|"
-    r"tumou?r\s+nodules?)|multifocal|multicentric|tumou?r\s*(?:#|no\.?|number)\s*\d|"
-    r"(?:nodule|lesion|mass|focus)\s*#?\s*[2-9]|collision)\b",
-    re.I,
-)
+_MULTI = MULTIPLE_TUMOURS
 
 
 @dataclass(frozen=True)
@@ -60,8 +54,19 @@ class CaseView:
         tumour_parts = [k for k, p in case.parts.items() if k is not None and p.main is not None]
         self.only_part = tumour_parts[0] if len(tumour_parts) == 1 else None
         self.n_tumour_parts = len(tumour_parts)
+        self.tumour_parts = frozenset(tumour_parts)
+        mains = [case.parts[k].main for k in tumour_parts]
+        from pathgls.text.case import compatible_types
+
+        #: Several parts sample one tumour type ("Brain tumor A", "Brain tumor B"): statements
+        #: outside the parts are about that tumour (unless the report speaks of several tumours).
+        self.one_tumour_type = len(tumour_parts) > 1 and all(
+            compatible_types(a, b) is not False for a in mains for b in mains
+        )
         self.margin_parts = {
-            k for k, p in case.parts.items() if k is not None and re.search(r"margin", p.title, re.I)
+            k
+            for k, p in case.parts.items()
+            if k is not None and re.search(r"margin", p.title, re.I)
         }
 
     @functools.cached_property
@@ -86,7 +91,14 @@ class CaseView:
         """Parts (None: the case) whose statements speak of several tumours."""
         out: set[str | None] = set()
         for s in self.case.document.statements:
-            if s.is_assertion and s.region in ("diagnosis", "synoptic", "comment", "microscopic", "gross", "other"):
+            if s.is_assertion and s.region in (
+                "diagnosis",
+                "synoptic",
+                "comment",
+                "microscopic",
+                "gross",
+                "other",
+            ):
                 if _MULTI.search(self.case.document.statement_text(s)):
                     out.add(s.part)
         return frozenset(out)
@@ -120,7 +132,7 @@ class CaseView:
         if p is not None and p.ambiguous:
             return True
         if t.part is None and self.n_tumour_parts > 1:
-            return True
+            return not (self.one_tumour_type and None not in self.multiple)
         return False
 
     def _part_key(self, t: Target) -> str | None:
@@ -136,6 +148,14 @@ class CaseView:
             return False
         if a.kind == "tumour" and (self.ambiguous(a) or self.ambiguous(b)):
             return False
+        if (
+            a.kind == "tumour"
+            and self.one_tumour_type
+            and None not in self.multiple
+            and (a.part is None) != (b.part is None)
+            and (a.part or b.part) in self.tumour_parts
+        ):
+            return True  # the case's tumour and one of the parts that sample it
         if a.kind in ("lesion",) and a.name in ("other", ""):
             return False
         if a.kind == "population":
@@ -157,7 +177,9 @@ class CaseView:
     def _labels(self) -> dict[int, str]:
         doc = self.case.document
         return {
-            s.index: " ".join(s.label.lower().split()) for s in doc.statements if s.label is not None
+            s.index: " ".join(s.label.lower().split())
+            for s in doc.statements
+            if s.label is not None
         }
 
     def repeated_label(self, a: Fact, b: Fact) -> bool:

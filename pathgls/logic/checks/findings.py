@@ -27,14 +27,17 @@ def check_findings(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                         continue
                 what = key if slot != "extent" else f"involvement of the {key}"
                 yield conflict(
-                    "finding", w.finding, a, b,
+                    "finding",
+                    w.finding,
+                    a,
+                    b,
                     f"{what} {a.value} ('{view.text(a)}') and {b.value} ('{view.text(b)}')",
                 )
     yield from _tissue_vs_extent(view, w)
 
 
 def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
-    """"Adrenal gland: no tumor" against "the tumour invades the adrenal gland"."""
+    """ "Adrenal gland: no tumor" against "the tumour invades the adrenal gland"."""
     vocab = vocabulary()
     denied = [f for f in view.facts("presence", kind="tissue") if f.target.name != "background"]
     extents = [f for f in view.facts("extent", kind="tumour") if f.value == "present"]
@@ -44,9 +47,13 @@ def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         for e in extents:
             if e.key in keys and view.same(Target("tumour", d.target.part), e.target):
-                yield conflict("finding", w.finding, d, e,
-                               f"no tumour in the {d.target.name} ('{view.text(d)}') but "
-                               f"'{view.text(e)}'")
+                yield conflict(
+                    "finding",
+                    w.finding,
+                    d,
+                    e,
+                    f"no tumour in the {d.target.name} ('{view.text(d)}') but '{view.text(e)}'",
+                )
 
 
 def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
@@ -59,15 +66,17 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     for pair in by_stmt.values():
         p, e = pair.get("positive"), pair.get("examined")
         if p is not None and e is not None and p.value > e.value:
-            yield conflict("node_counts", w.node_counts, p, e,
-                           f"{p.value} positive of {e.value} examined")
+            yield conflict(
+                "node_counts", w.node_counts, p, e, f"{p.value} positive of {e.value} examined"
+            )
     regions = {s.index: s.region for s in view.case.document.statements}
     per_statement: dict[tuple[int, str], int] = {}
     for f in counts:
         per_statement[(f.statement, f.key)] = per_statement.get((f.statement, f.key), 0) + 1
     for key in ("positive", "examined"):
         group = [
-            f for f in counts
+            f
+            for f in counts
             if f.key == key and per_statement[(f.statement, key)] == 1 and "count" not in f.note
         ]
         for a, b in view.pairs(group):
@@ -78,8 +87,13 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if "field" in a.note and "field" in b.note:
                 continue
             if a.value != b.value:
-                yield conflict("node_counts", w.node_counts, a, b,
-                               f"{a.value} and {b.value} {key} nodes for the same nodes")
+                yield conflict(
+                    "node_counts",
+                    w.node_counts,
+                    a,
+                    b,
+                    f"{a.value} and {b.value} {key} nodes for the same nodes",
+                )
             else:
                 yield compared("node_counts", a, b)
     yield from _total_vs_stations(view, w, counts)
@@ -98,9 +112,13 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             same_station = bool(a.target.name) and view.same(a.target, b.target)
             all_nodes = _all_nodes(view, a) and _same_scope(view, a.target, b.target)
             if same_station or all_nodes:
-                yield conflict("node_status", w.node_status, a, b,
-                               f"nodes negative ('{view.text(a)}') but positive "
-                               f"('{view.text(b)}')")
+                yield conflict(
+                    "node_status",
+                    w.node_status,
+                    a,
+                    b,
+                    f"nodes negative ('{view.text(a)}') but positive ('{view.text(b)}')",
+                )
 
 
 _ALL_NODES = re.compile(
@@ -115,14 +133,21 @@ def _all_nodes(view: CaseView, f: Fact) -> bool:
     "no lymph node metastasis", "Regional lymph nodes: negative")."""
     s = view.case.statement(f.statement)
     text = view.case.sentence(f.statement)
-    if re.search(r"\bno\s+(?:\w+\s+){0,2}(?:lymph\s+)?nodes?\s+(?:are\s+|were\s+)?(?:identified|"
-                 r"found|present|seen|recovered)", text, re.I):
+    if re.search(
+        r"\bno\s+(?:\w+\s+){0,2}(?:lymph\s+)?nodes?\s+(?:are\s+|were\s+)?(?:identified|"
+        r"found|present|seen|recovered)",
+        text,
+        re.I,
+    ):
         return False  # "no lymph nodes are identified": none found, not negative ones
     if _ALL_NODES.search(text):
         return True
-    return s.label is not None and re.fullmatch(
-        r"\s*(?:regional\s+)?lymph\s+nodes?(?:\s+status)?\s*", s.label, re.I
-    ) is not None and f.target.name == ""
+    return (
+        s.label is not None
+        and re.fullmatch(r"\s*(?:regional\s+)?lymph\s+nodes?(?:\s+status)?\s*", s.label, re.I)
+        is not None
+        and f.target.name == ""
+    )
 
 
 def _same_scope(view: CaseView, a: Target, b: Target) -> bool:
@@ -145,8 +170,13 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
     for t in totals:
         if int(t.value) < total:
             first = next(iter(where.values()))
-            yield conflict("node_counts", w.node_counts, t, first,
-                           f"{t.value} positive nodes in all, but the stations add up to {total}")
+            yield conflict(
+                "node_counts",
+                w.node_counts,
+                t,
+                first,
+                f"{t.value} positive nodes in all, but the stations add up to {total}",
+            )
 
 
 _QUAL_OK = {("", ""), ("invasive", "invasive"), ("in situ", "in situ"), ("", "invasive")}
@@ -164,9 +194,14 @@ def check_margins(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         if "close" in (a.note + b.note) and {a.value, b.value} == {"free", "involved"}:
             pass
-        yield conflict("margin", w.margin, a, b,
-                       f"margin {a.target.name or '(all)'} {a.value} ('{view.text(a)}') and "
-                       f"{b.value} ('{view.text(b)}')")
+        yield conflict(
+            "margin",
+            w.margin,
+            a,
+            b,
+            f"margin {a.target.name or '(all)'} {a.value} ('{view.text(a)}') and "
+            f"{b.value} ('{view.text(b)}')",
+        )
     distances = [f for f in view.facts("margin_distance", kind="margin") if float(f.value) > 0]
     for d in distances:
         for m in facts:
@@ -174,9 +209,16 @@ def check_margins(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 continue
             if not d.target.name:
                 continue  # a distance to an unnamed margin: which one is not certain
-            if (d.target.name == m.target.name or d.target.name == "closest") and _part_match(view, d.target, m.target):
-                yield conflict("margin", w.margin, d, m,
-                               f"{d.value:g} cm to the margin, but the margin is involved")
+            if (d.target.name == m.target.name or d.target.name == "closest") and _part_match(
+                view, d.target, m.target
+            ):
+                yield conflict(
+                    "margin",
+                    w.margin,
+                    d,
+                    m,
+                    f"{d.value:g} cm to the margin, but the margin is involved",
+                )
 
 
 def _part_match(view: CaseView, a: Target, b: Target) -> bool:
@@ -191,8 +233,18 @@ def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fac
             if view.same(a.target, b.target):
                 yield a, b
             elif _part_match(view, a.target, b.target) and (
-                (not a.target.name and a.value == "free" and b.value == "involved" and b.target.name not in ("closest",))
-                or (not b.target.name and b.value == "free" and a.value == "involved" and a.target.name not in ("closest",))
+                (
+                    not a.target.name
+                    and a.value == "free"
+                    and b.value == "involved"
+                    and b.target.name not in ("closest",)
+                )
+                or (
+                    not b.target.name
+                    and b.value == "free"
+                    and a.value == "involved"
+                    and a.target.name not in ("closest",)
+                )
             ):
                 general = a if not a.target.name else b
                 if re.search(r"\ball\b|margins", view.case.sentence(general.statement), re.I):
@@ -201,7 +253,11 @@ def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fac
 
 def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """One marker positive and negative in the same cell population."""
-    facts = [f for f in view.facts("marker") if f.value in ("positive", "negative")]
+    facts = [
+        f
+        for f in view.facts("marker")
+        if f.value in ("positive", "negative") and "partial" not in f.note
+    ]
     for a, b in view.pairs(facts):
         if a.key != b.key:
             continue
@@ -214,5 +270,10 @@ def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         if "weak" in (a.note + b.note) and "pct" in (a.note + b.note):
             continue
-        yield conflict("marker", w.marker, a, b,
-                       f"{a.key} {a.value} ('{view.text(a)}') and {b.value} ('{view.text(b)}')")
+        yield conflict(
+            "marker",
+            w.marker,
+            a,
+            b,
+            f"{a.key} {a.value} ('{view.text(a)}') and {b.value} ('{view.text(b)}')",
+        )

@@ -19,14 +19,38 @@ from pathgls.text.case import Fact
 #: organ → pT category prefix → (lower bound exclusive, upper bound inclusive) in cm, None: open.
 SIZE_LIMITS: MappingProxyType[str, dict[str, tuple[float | None, float | None]]] = MappingProxyType(
     {
-        "breast": {"T1mi": (None, 0.1), "T1a": (None, 0.5), "T1b": (0.5, 1.0), "T1c": (1.0, 2.0),
-                   "T1": (None, 2.0), "T2": (2.0, 5.0), "T3": (5.0, None)},
-        "lung": {"T1a": (None, 2.0), "T1b": (None, 3.0), "T1c": (None, 3.0), "T1": (None, 3.0),
-                 "T2a": (None, 5.0), "T2b": (4.0, 7.0)},
-        "kidney": {"T1a": (None, 4.0), "T1b": (4.0, 7.0), "T1": (None, 7.0), "T2a": (7.0, 10.0),
-                   "T2b": (10.0, None), "T2": (7.0, None)},
-        "pancreas": {"T1": (None, 2.0), "T1a": (None, 0.5), "T1b": (None, 1.0), "T1c": (None, 2.0),
-                     "T2": (2.0, None)},
+        "breast": {
+            "T1mi": (None, 0.1),
+            "T1a": (None, 0.5),
+            "T1b": (0.5, 1.0),
+            "T1c": (1.0, 2.0),
+            "T1": (None, 2.0),
+            "T2": (2.0, 5.0),
+            "T3": (5.0, None),
+        },
+        "lung": {
+            "T1a": (None, 2.0),
+            "T1b": (None, 3.0),
+            "T1c": (None, 3.0),
+            "T1": (None, 3.0),
+            "T2a": (None, 5.0),
+            "T2b": (4.0, 7.0),
+        },
+        "kidney": {
+            "T1a": (None, 4.0),
+            "T1b": (4.0, 7.0),
+            "T1": (None, 7.0),
+            "T2a": (7.0, 10.0),
+            "T2b": (10.0, None),
+            "T2": (7.0, None),
+        },
+        "pancreas": {
+            "T1": (None, 2.0),
+            "T1a": (None, 0.5),
+            "T1b": (None, 1.0),
+            "T1c": (None, 2.0),
+            "T2": (2.0, None),
+        },
         "head and neck": {"T1": (None, 2.0), "T2": (None, 4.0)},
         "thyroid": {"T1": (None, 2.0), "T1a": (None, 1.0), "T1b": (1.0, 2.0), "T2": (2.0, 4.0)},
     }
@@ -35,22 +59,35 @@ SIZE_LIMITS: MappingProxyType[str, dict[str, tuple[float | None, float | None]]]
 #: organ → pT category prefix → structures that category rules out when involved.
 EXTENT_RULES_OUT: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "prostate": {"T2": ("extraprostatic tissue", "seminal vesicle"), "T3a": ("seminal vesicle",)},
-        "kidney": {"T1": ("perinephric fat", "renal sinus", "renal vein"),
-                   "T2": ("perinephric fat", "renal sinus", "renal vein")},
-        "urinary bladder": {"Ta": ("lamina propria", "muscularis propria", "perivesical tissue"),
-                            "Tis": ("lamina propria", "muscularis propria", "perivesical tissue"),
-                            "T1": ("muscularis propria", "perivesical tissue"),
-                            "T2": ("perivesical tissue",)},
-        "colon": {"T1": ("muscularis propria", "subserosa", "pericolorectal tissue", "serosal surface"),
-                  "T2": ("subserosa", "pericolorectal tissue", "serosal surface"),
-                  "T3": ("serosal surface",)},
-        "stomach": {"T1": ("muscularis propria", "subserosa", "serosal surface"),
-                    "T2": ("subserosa", "serosal surface"), "T3": ("serosal surface",)},
-        "uterus": {"T1": ("cervical stroma", "uterine serosa", "parametrium", "serosa"),
-                   "T2": ("uterine serosa", "parametrium", "serosa")},
-        "lung": {"T1": ("visceral pleura", "main bronchus", "chest wall"),
-                 "T2": ("chest wall",)},
+        "prostate": {
+            "T2": ("extraprostatic tissue", "seminal vesicle"),
+            "T3a": ("seminal vesicle",),
+        },
+        "kidney": {
+            "T1": ("perinephric fat", "renal sinus", "renal vein"),
+            "T2": ("perinephric fat", "renal sinus", "renal vein"),
+        },
+        "urinary bladder": {
+            "Ta": ("lamina propria", "muscularis propria", "perivesical tissue"),
+            "Tis": ("lamina propria", "muscularis propria", "perivesical tissue"),
+            "T1": ("muscularis propria", "perivesical tissue"),
+            "T2": ("perivesical tissue",),
+        },
+        "colon": {
+            "T1": ("muscularis propria", "subserosa", "pericolorectal tissue", "serosal surface"),
+            "T2": ("subserosa", "pericolorectal tissue", "serosal surface"),
+            "T3": ("serosal surface",),
+        },
+        "stomach": {
+            "T1": ("muscularis propria", "subserosa", "serosal surface"),
+            "T2": ("subserosa", "serosal surface"),
+            "T3": ("serosal surface",),
+        },
+        "uterus": {
+            "T1": ("cervical stroma", "uterine serosa", "parametrium", "serosa"),
+            "T2": ("uterine serosa", "parametrium", "serosa"),
+        },
+        "lung": {"T1": ("visceral pleura", "main bronchus", "chest wall"), "T2": ("chest wall",)},
         "cervix": {"T1": ("parametrium", "vagina")},
     }
 )
@@ -60,17 +97,32 @@ EXTENT_REQUIRES: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProx
     {
         "prostate": {"T3b": ("seminal vesicle",)},
         "urinary bladder": {"T2": ("muscularis propria",), "T3": ("perivesical tissue",)},
-        "colon": {"T3": ("subserosa", "pericolorectal tissue"), "T4a": ("serosal surface", "serosa")},
+        "colon": {
+            "T3": ("subserosa", "pericolorectal tissue"),
+            "T4a": ("serosal surface", "serosa"),
+        },
     }
 )
 
 #: organ → pN category → (min, max) positive regional nodes; only organs where counts define N.
 NODE_COUNTS: MappingProxyType[str, dict[str, tuple[int, int | None]]] = MappingProxyType(
     {
-        "breast": {"N1": (1, 3), "N1a": (1, 3), "N2": (4, 9), "N2a": (4, 9), "N3": (10, None),
-                   "N3a": (10, None)},
-        "colon": {"N1": (1, 3), "N1a": (1, 1), "N1b": (2, 3), "N2": (4, None), "N2a": (4, 6),
-                  "N2b": (7, None)},
+        "breast": {
+            "N1": (1, 3),
+            "N1a": (1, 3),
+            "N2": (4, 9),
+            "N2a": (4, 9),
+            "N3": (10, None),
+            "N3a": (10, None),
+        },
+        "colon": {
+            "N1": (1, 3),
+            "N1a": (1, 1),
+            "N1b": (2, 3),
+            "N2": (4, None),
+            "N2a": (4, 6),
+            "N2b": (7, None),
+        },
         "stomach": {"N1": (1, 2), "N2": (3, 6), "N3": (7, None), "N3a": (7, 15), "N3b": (16, None)},
     }
 )
@@ -112,7 +164,10 @@ def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 v = float(s.value)
                 if (hi is not None and v > hi + 0.05) or (lo is not None and v <= lo - 0.05):
                     yield conflict(
-                        "stage_size", w.stage_size, t, s,
+                        "stage_size",
+                        w.stage_size,
+                        t,
+                        s,
                         f"p{cat} ({organ}) allows {_range(lo, hi)}, the tumour measures {v:g} cm",
                     )
                 else:
@@ -122,26 +177,43 @@ def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if key is not None:
             for e in extents:
                 if e.key in rules[key] and e.value == "present" and view.same(t.target, e.target):
-                    yield conflict("stage_extent", w.stage_extent, t, e,
-                                   f"p{cat} ({organ}) rules out involvement of the {e.key}")
+                    yield conflict(
+                        "stage_extent",
+                        w.stage_extent,
+                        t,
+                        e,
+                        f"p{cat} ({organ}) rules out involvement of the {e.key}",
+                    )
         needs = EXTENT_REQUIRES.get(organ, {})
         key = _match(cat, needs)
         if key is not None:
             same = [e for e in extents if e.key in needs[key] and view.same(t.target, e.target)]
-            if same and all(e.value == "absent" for e in same) and not any(
-                e.value == "present" for e in same
+            if (
+                same
+                and all(e.value == "absent" for e in same)
+                and not any(e.value == "present" for e in same)
             ):
-                yield conflict("stage_extent", w.stage_extent, t, same[0],
-                               f"p{cat} ({organ}) needs involvement of the {' or '.join(needs[key])}")
+                yield conflict(
+                    "stage_extent",
+                    w.stage_extent,
+                    t,
+                    same[0],
+                    f"p{cat} ({organ}) needs involvement of the {' or '.join(needs[key])}",
+                )
     yield from _depth(view, w)
     yield from _nodes(view, w)
 
 
 def _several_t(view: CaseView, t: Fact) -> bool:
-    """"pT2 (largest tumor), pT1 (smallest tumor)": a statement staging several tumours."""
-    return sum(
-        1 for f in view.case.facts if f.slot == "stage" and f.key == "T" and f.statement == t.statement
-    ) > 1
+    """ "pT2 (largest tumor), pT1 (smallest tumor)": a statement staging several tumours."""
+    return (
+        sum(
+            1
+            for f in view.case.facts
+            if f.slot == "stage" and f.key == "T" and f.statement == t.statement
+        )
+        > 1
+    )
 
 
 def _range(lo: float | None, hi: float | None) -> str:
@@ -169,8 +241,13 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 continue
             frac = float(d.value)
             if (shallow and frac >= 0.5) or (deep and frac < 0.5):
-                yield conflict("stage_extent", w.stage_extent, s, d,
-                               f"{v} against myometrial invasion of {frac:.0%}")
+                yield conflict(
+                    "stage_extent",
+                    w.stage_extent,
+                    s,
+                    d,
+                    f"{v} against myometrial invasion of {frac:.0%}",
+                )
             else:
                 yield compared("stage_extent", s, d)
 
@@ -178,7 +255,9 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 def _positives(view: CaseView, n: Fact) -> tuple[int | None, list[Fact]]:
     """Positive regional nodes the report states for the tumour of ``n``: the stated total, or
     the sum over stations; None when no count is stated."""
-    counts = [f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note]
+    counts = [
+        f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note
+    ]
     status = [f for f in view.facts("node_status", kind="nodes")]
     if any(_ITC.search(view.case.sentence(f.statement)) for f in counts + status):
         return None, []
@@ -211,18 +290,30 @@ def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         organ = view.organ(n)
         ev = evidence[0]
         if cat.startswith("N0") and positive > 0:
-            yield conflict("stage_nodes", w.stage_nodes, n, ev,
-                           f"p{cat} with {positive} positive lymph node(s)")
+            yield conflict(
+                "stage_nodes",
+                w.stage_nodes,
+                n,
+                ev,
+                f"p{cat} with {positive} positive lymph node(s)",
+            )
         elif not cat.startswith("N0") and positive == 0:
-            yield conflict("stage_nodes", w.stage_nodes, n, ev, f"p{cat} with no positive lymph node")
+            yield conflict(
+                "stage_nodes", w.stage_nodes, n, ev, f"p{cat} with no positive lymph node"
+            )
         else:
             table = NODE_COUNTS.get(organ or "", {})
             key = _match(cat, table)
             if key is not None and key == cat:
                 lo, hi = table[key]
                 if positive < lo or (hi is not None and positive > hi):
-                    yield conflict("stage_nodes", w.stage_nodes, n, ev,
-                                   f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} "
-                                   f"positive nodes, the report counts {positive}")
+                    yield conflict(
+                        "stage_nodes",
+                        w.stage_nodes,
+                        n,
+                        ev,
+                        f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} "
+                        f"positive nodes, the report counts {positive}",
+                    )
                     continue
             yield compared("stage_nodes", n, ev)

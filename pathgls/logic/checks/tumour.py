@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from pathgls.config import CheckWeights
 from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
-from pathgls.text.case import Fact, compatible_types
+from pathgls.text.case import Fact, Target, compatible_types
 
 _MALIGNANT = frozenset({"malignant"})
 
@@ -27,27 +27,43 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
       while it is an invasive type, said to invade, or involves a structure.
     """
     dx = view.facts("behaviour", kind="tumour")
-    malignant = [f for f in dx if f.value in ("malignant",) and f.key != "invasive" or (
-        f.value == "malignant")]
+    malignant = [
+        f
+        for f in dx
+        if (f.value in ("malignant",) and f.key != "invasive") or (f.value == "malignant")
+    ]
     for p in view.facts("presence", kind="part"):
         if p.note in ("residual",):
             continue
         for d in malignant:
             if d.target.part == p.target.part and d.value in ("malignant", "in_situ"):
                 yield conflict(
-                    "behaviour", w.behaviour, p, d,
+                    "behaviour",
+                    w.behaviour,
+                    p,
+                    d,
                     f"no tumour in {'part ' + p.target.part if p.target.part else 'the specimen'} "
                     f"('{view.text(p)}') against its diagnosis '{view.text(d)}'",
                 )
-    benign = [f for f in dx if f.value in ("benign", "premalignant") and (
-        "copula" in f.note or f.key == "")]
-    benign = [f for f in benign if "copula" in f.note or f.slot == "behaviour" and not _type_of(view, f)]
+    benign = [
+        f
+        for f in dx
+        if f.value in ("benign", "premalignant") and ("copula" in f.note or f.key == "")
+    ]
+    benign = [
+        f for f in benign if "copula" in f.note or (f.slot == "behaviour" and not _type_of(view, f))
+    ]
     for a in benign:
         for d in malignant:
             if view.same(a.target, d.target) and a.statement != d.statement:
-                yield conflict("behaviour", w.behaviour, a, d,
-                               f"the tumour is called benign ('{view.text(a)}') and "
-                               f"malignant ('{view.text(d)}')")
+                yield conflict(
+                    "behaviour",
+                    w.behaviour,
+                    a,
+                    d,
+                    f"the tumour is called benign ('{view.text(a)}') and "
+                    f"malignant ('{view.text(d)}')",
+                )
     denials = [f for f in dx if f.key == "invasive" and f.value == "absent"]
     if not denials:
         return
@@ -57,9 +73,11 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for b in invasive:
             if view.same(a.target, b.target) and a.statement != b.statement:
                 yield conflict(
-                    "behaviour", w.behaviour, a, b,
-                    f"the tumour is called non-invasive ('{view.text(a)}') but "
-                    f"'{view.text(b)}'",
+                    "behaviour",
+                    w.behaviour,
+                    a,
+                    b,
+                    f"the tumour is called non-invasive ('{view.text(a)}') but '{view.text(b)}'",
                 )
 
 
@@ -86,32 +104,70 @@ def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if a.statement == b.statement:
             continue  # one statement naming two types: two tumours or a mixed one
         yield conflict(
-            "type", w.type, a, b,
+            "type",
+            w.type,
+            a,
+            b,
             f"the tumour is '{view.text(a)}' in one place and '{view.text(b)}' in another",
         )
 
 
+#: Organs a tumour may involve on both sides at once: a side there conflicts only with "only".
+_BOTH_SIDED = frozenset({"prostate", "urinary bladder", "uterus", "cervix", "colon", "stomach"})
+
+
+def _located(view: CaseView, f: Fact) -> Fact:
+    """A part title's side or site is the side or site of the part's tumour."""
+    if f.target.kind == "part" and f.target.part in view.tumour_parts:
+        return dataclasses.replace(f, target=Target("tumour", f.target.part))
+    return f
+
+
+def _where_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact]]:
+    facts = [_located(view, f) for f in facts]
+    for i, a in enumerate(facts):
+        for b in facts[i + 1 :]:
+            if a.statement == b.statement or view.repeated_label(a, b):
+                continue
+            if a.target.kind == "part" or b.target.kind == "part":
+                if a.target != b.target:
+                    continue
+            elif not view.same(a.target, b.target):
+                continue
+            yield a, b
+
+
 def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
-    """The tumour placed left in one statement and right in another."""
-    facts = view.facts("side", kind="tumour")
-    for a, b in view.pairs(facts):
-        if a.value != b.value:
-            yield conflict("side", w.side, a, b, f"the tumour is on the {a.value} and the {b.value}")
-        else:
+    """The tumour (or a part) placed left in one statement and right in another."""
+    facts = view.facts("side")
+    for a, b in _where_pairs(view, facts):
+        if a.value == b.value:
             yield compared("side", a, b)
+            continue
+        organ = view.organ(a)
+        if a.target.kind == "tumour" and organ in _BOTH_SIDED and "only" not in a.note + b.note:
+            continue
+        if a.target.kind == "tumour" and (view.multiple & {a.target.part, b.target.part}):
+            continue
+        what = "the tumour" if a.target.kind == "tumour" else f"part {a.target.part}"
+        yield conflict("side", w.side, a, b, f"{what} is on the {a.value} and on the {b.value}")
 
 
 def check_site(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
-    """The tumour placed in two different lobes."""
-    facts = view.facts("site", kind="tumour")
-    for a, b in view.pairs(facts):
+    """The tumour (or a part) placed in two sub-sites that are not neighbours."""
+    from pathgls.text.case.read_site import ADJACENT
+
+    facts = view.facts("site")
+    for a, b in _where_pairs(view, facts):
         if a.key != b.key:
             continue
-        if a.value != b.value and not (view.multiple & {a.target.part, b.target.part}):
-            yield conflict("site", w.site, a, b,
-                           f"the tumour is in the {a.value} {a.key} and the {b.value} {b.key}")
-        else:
+        if a.value == b.value or frozenset((a.value, b.value)) in ADJACENT:
             yield compared("site", a, b)
+            continue
+        if view.multiple & {a.target.part, b.target.part}:
+            continue
+        what = "the tumour" if a.target.kind == "tumour" else f"part {a.target.part}"
+        yield conflict("site", w.site, a, b, f"{what} is in the {a.value} and in the {b.value}")
 
 
 #: Sizes of one tumour conflict beyond this ratio and this difference (cm): rounding, gross
@@ -130,7 +186,9 @@ def check_size(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if lo <= 0:
             continue
         gross = "gross" in (a.note + b.note)
-        ratio, diff = (SIZE_RATIO + 0.2, SIZE_DIFF_CM + 0.7) if gross else (SIZE_RATIO, SIZE_DIFF_CM)
+        ratio, diff = (
+            (SIZE_RATIO + 0.2, SIZE_DIFF_CM + 0.7) if gross else (SIZE_RATIO, SIZE_DIFF_CM)
+        )
         if hi / lo >= ratio and hi - lo >= diff:
             yield conflict("size", w.size, a, b, f"the tumour measures {lo:g} cm and {hi:g} cm")
         else:
@@ -173,7 +231,12 @@ def _nottingham(score: int) -> int:
 #: "astrocytoma" or "oligodendroglioma" alone do not (IDH-mutant astrocytoma may be grade 2-4).
 _WHO_BY_TYPE = (
     (re.compile(r"glioblastoma|gliosarcoma|\bgbm\b", re.I), 4),
-    (re.compile(r"anaplastic\s+(?:astrocytoma|oligodendroglioma|oligoastrocytoma|ependymoma)", re.I), 3),
+    (
+        re.compile(
+            r"anaplastic\s+(?:astrocytoma|oligodendroglioma|oligoastrocytoma|ependymoma)", re.I
+        ),
+        3,
+    ),
     (re.compile(r"pilocytic", re.I), 1),
 )
 
@@ -210,8 +273,9 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if expected is None:
                 continue
             if expected != g.value:
-                yield conflict("grade", w.grade, g, t,
-                               f"'{name}' is WHO grade {expected}, not {g.value}")
+                yield conflict(
+                    "grade", w.grade, g, t, f"'{name}' is WHO grade {expected}, not {g.value}"
+                )
             else:
                 yield compared("grade", g, t)
 
@@ -241,7 +305,7 @@ def _summary(view: CaseView, f: Fact) -> bool:
     return s.region in ("diagnosis", "synoptic") or s.label is not None
 
 
-def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | None | bool:
+def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | bool | None:
     """Why two grades conflict (a string), False when compatible, None when not comparable."""
     ka, kb = a.key, b.key
     if ka == kb == "gleason":
@@ -254,23 +318,44 @@ def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | None | bool
         expected = _grade_group(*g.value)
         if expected is None:
             return None
-        return f"Gleason {_fmt(g.value)} is Grade Group {expected}, not {gg.value}" if expected != gg.value else False
+        return (
+            f"Gleason {_fmt(g.value)} is Grade Group {expected}, not {gg.value}"
+            if expected != gg.value
+            else False
+        )
     if {ka, kb} == {"nottingham_score", "nottingham"}:
         s, g = (a, b) if ka == "nottingham_score" else (b, a)
         exp = _nottingham(s.value)
-        return f"Nottingham score {s.value} is grade {exp}, not {g.value}" if exp != g.value else False
-    if ka == kb and ka in ("grade_group", "nottingham", "nottingham_score", "fuhrman", "figo",
-                           "who", "nuclear", "two_tier", "histologic"):
+        return (
+            f"Nottingham score {s.value} is grade {exp}, not {g.value}" if exp != g.value else False
+        )
+    if ka == kb and ka in (
+        "grade_group",
+        "nottingham",
+        "nottingham_score",
+        "fuhrman",
+        "figo",
+        "who",
+        "nuclear",
+        "two_tier",
+        "histologic",
+    ):
         if ka == "histologic" and a.note != b.note and "of" in (a.note + b.note):
             return None
-        return f"{ka.replace('_', ' ')} grade {a.value} and {b.value}" if a.value != b.value else False
+        return (
+            f"{ka.replace('_', ' ')} grade {a.value} and {b.value}" if a.value != b.value else False
+        )
     if {ka, kb} in ({"gleason_primary", "gleason"}, {"gleason_secondary", "gleason"}):
         comp, g = (a, b) if ka.startswith("gleason_") else (b, a)
         pa, pb, _ = g.value
         if pa is None:
             return None
         want = pa if comp.key == "gleason_primary" else pb
-        return f"{comp.key.replace('_', ' ')} pattern {comp.value}, Gleason {_fmt(g.value)}" if want != comp.value else False
+        return (
+            f"{comp.key.replace('_', ' ')} pattern {comp.value}, Gleason {_fmt(g.value)}"
+            if want != comp.value
+            else False
+        )
     if organ in _NO_DIFFERENTIATION and "differentiation" in (ka, kb):
         return None
     ta, tb = _tier(a), _tier(b)
@@ -302,5 +387,9 @@ def _word(f: Fact) -> str:
     if f.key == "differentiation":
         names = {1: "well", 2: "moderately", 3: "poorly"}
         lo, hi = f.value
-        return f"{names[lo]} differentiated" if lo == hi else f"{names[lo]} to {names[hi]} differentiated"
+        return (
+            f"{names[lo]} differentiated"
+            if lo == hi
+            else f"{names[lo]} to {names[hi]} differentiated"
+        )
     return f"{f.key} grade {f.value}"

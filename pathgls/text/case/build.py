@@ -28,10 +28,11 @@ from pathgls.text.case.read_findings import (
     read_presence,
 )
 from pathgls.text.case.read_margins import read_margins, read_markers
+from pathgls.text.case.read_site import read_side, read_titles
 from pathgls.text.case.read_staging import read_nodes, read_stage
-from pathgls.text.case.read_tumour import read_grade, read_side, read_size, read_type
+from pathgls.text.case.read_tumour import read_grade, read_size, read_type
 from pathgls.text.case.subjects import Subject, clean_name
-from pathgls.text.case.vocab import vocabulary
+from pathgls.text.case.vocab import MULTIPLE_TUMOURS, vocabulary
 from pathgls.text.document import Document, parse_document
 
 #: Readers, in order; gross statements are read for size and side only.
@@ -49,7 +50,7 @@ READERS = (
     read_presence,
     read_behaviour,
 )
-_GROSS_READERS = (read_size, read_side)
+_GROSS_READERS = (read_side,)
 _SIDE = re.compile(r"(?<![A-Za-z])(left|right)(?![A-Za-z])", re.I)
 _NODE_TITLE = re.compile(r"(?<![A-Za-z])(?:lymph[\s\-]*nodes?|nodes?)(?![A-Za-z])", re.I)
 _ORGANS = (
@@ -94,6 +95,7 @@ def build_case(report: str | bytes | Document) -> Case:
             population = read_markers(ctx, population)
         case.facts.extend(ctx.facts)
         topic = _topic(ctx, topic)
+    case.facts.extend(read_titles(doc))
     _resolve(case)
     return case
 
@@ -106,8 +108,12 @@ def _topic(ctx: Context, previous: str) -> str:
         return "nodes"
     if re.search(r"\bmargins?\b", lab) and not re.search(r"distance|closest|nearest", lab):
         return "margin"
-    if previous == "margin" and ctx.label is not None and not re.search(
-        r"type|grade|size|stage|invasion|extension|p[tnm]\b|lymph|node|necrosis|focality", lab
+    if (
+        previous == "margin"
+        and ctx.label is not None
+        and not re.search(
+            r"type|grade|size|stage|invasion|extension|p[tnm]\b|lymph|node|necrosis|focality", lab
+        )
     ):
         return "margin"
     if ctx.label is not None and re.match(r"\s*(?:number|#|no\.|total)\b", lab):
@@ -144,8 +150,9 @@ def _resolve(case: Case) -> None:
     labels: list[str | None] = [None, *doc.parts]
     for label in labels:
         title = doc.parts[label].title if label is not None else ""
-        case.parts[label] = PartCase(label=label, title=title, organ=_organ(title),
-                                     side=_side(title))
+        case.parts[label] = PartCase(
+            label=label, title=title, organ=_organ(title), side=_side(title)
+        )
     for label, p in case.parts.items():
         types = [f for f in case.facts if f.slot == "type" and f.target.part == label and f.certain]
         malignant = [f for f in types if _behaviour(case, f) == "malignant"]
@@ -154,8 +161,7 @@ def _resolve(case: Case) -> None:
         if chosen:
             p.main = chosen[0].value
             for f in malignant[1:]:
-                ok = compatible_types(p.main, f.value)
-                if ok is False and "mixed" not in f.note and "mixed" not in chosen[0].note:
+                if _two_tumours(case, chosen[0], f):
                     p.ambiguous = True
         if p.main is not None:
             p.organ = _family_organ(p.main) or p.organ or _organ(p.main)
@@ -180,6 +186,25 @@ def _resolve(case: Case) -> None:
                 f"({', '.join(p.lesions)}): statements about 'the tumour' there are not compared"
             )
     case.facts = [_retarget(case, f) for f in case.facts]
+
+
+def _two_tumours(case: Case, a: Fact, b: Fact) -> bool:
+    """Whether two malignant types of one part name two tumours (rather than one tumour named
+    two ways, which the type check reports): named in one statement, mixed, of different organs
+    (a prostate cancer found in a cystectomy), or in a part that speaks of several tumours."""
+    if compatible_types(a.value, b.value) is not False:
+        return False
+    if "mixed" in a.note + b.note or a.statement == b.statement:
+        return True
+    oa, ob = _family_organ(a.value), _family_organ(b.value)
+    if oa and ob and oa != ob:
+        return True
+    doc = case.document
+    return any(
+        MULTIPLE_TUMOURS.search(doc.statement_text(s))
+        for s in doc.statements
+        if s.part == a.target.part and s.is_assertion
+    )
 
 
 def _behaviour(case: Case, f: Fact) -> str:
@@ -215,7 +240,12 @@ def _retarget(case: Case, f: Fact) -> Fact:
         if ok and _behaviour_of(f.target.name) == _behaviour_of(p.main):
             return dataclasses.replace(f, target=Target("tumour", f.target.part))
     labelled = case.document.statements[f.statement].label is not None
-    if f.target.kind == "nodes" and not f.target.name and f.target.part is not None and not labelled:
+    if (
+        f.target.kind == "nodes"
+        and not f.target.name
+        and f.target.part is not None
+        and not labelled
+    ):
         if _NODE_TITLE.search(p.title):
             station = clean_name(_NODE_TITLE.sub(" ", p.title))
             return dataclasses.replace(f, target=Target("nodes", f.target.part, station))
@@ -243,10 +273,21 @@ def _organ(text: str) -> str | None:
 
 _ORGAN_RX = tuple((organ, re.compile(rf"(?<![A-Za-z])(?:{rx})", re.I)) for organ, rx in _ORGANS)
 _TYPE_ORGAN = {
-    "kidney": "kidney", "prostate": "prostate", "urinary bladder": "urinary bladder",
-    "lung": "lung", "breast": "breast", "colon": "colon", "endometrium": "uterus",
-    "uterus": "uterus", "cervix": "cervix", "ovary": "ovary", "pancreas": "pancreas",
-    "liver": "liver", "stomach": "stomach", "brain": "brain", "thyroid": "thyroid",
+    "kidney": "kidney",
+    "prostate": "prostate",
+    "urinary bladder": "urinary bladder",
+    "lung": "lung",
+    "breast": "breast",
+    "colon": "colon",
+    "endometrium": "uterus",
+    "uterus": "uterus",
+    "cervix": "cervix",
+    "ovary": "ovary",
+    "pancreas": "pancreas",
+    "liver": "liver",
+    "stomach": "stomach",
+    "brain": "brain",
+    "thyroid": "thyroid",
 }
 
 
@@ -281,9 +322,16 @@ def case_organ(case: Case) -> str | None:
 
 
 _FAMILY_ORGAN = (
-    ("/rcc", "kidney"), ("carcinoma/urothelial", "urinary bladder"), ("/prostate", "prostate"),
-    ("/breast", "breast"), ("/colorectal", "colon"), ("/lung", "lung"), ("/hepatocellular", "liver"),
-    ("/pancreatic", "pancreas"), ("/gastric", "stomach"), ("glial", "brain"),
+    ("/rcc", "kidney"),
+    ("carcinoma/urothelial", "urinary bladder"),
+    ("/prostate", "prostate"),
+    ("/breast", "breast"),
+    ("/colorectal", "colon"),
+    ("/lung", "lung"),
+    ("/hepatocellular", "liver"),
+    ("/pancreatic", "pancreas"),
+    ("/gastric", "stomach"),
+    ("glial", "brain"),
 )
 
 

@@ -47,7 +47,9 @@ class Context:
         cl = clauses(text, body, s.end) or [Clause(s.start, s.end)]
         if body > s.start:
             cl = [Clause(s.start, body), *cl]
-        label = (s.start, s.value_start) if s.label is not None and s.value_start > s.start else None
+        label = (
+            (s.start, s.value_start) if s.label is not None and s.value_start > s.start else None
+        )
         ctx = cls(text, s, cl, label, s.value_start if label else -1, topic, has_parts, s.part)
         lead = _PART_LEAD.match(text, s.start, s.end)
         if lead:
@@ -111,9 +113,13 @@ class Context:
         option or heading, not a statement that the finding is there."""
         if self.label is not None:
             return False
-        rest = (self.text[self.start : start] + " " + self.text[end : self.end]).strip(" .,;:-*•\n\t")
+        rest = (self.text[self.start : start] + " " + self.text[end : self.end]).strip(
+            " .,;:-*•\n\t"
+        )
         return len(rest.split()) <= 1 and not re.search(
-            r"\b(?:present|identified|seen|noted|focal|extensive|positive|yes|no|not|with)\b", rest, re.I
+            r"\b(?:present|identified|seen|noted|focal|extensive|positive|yes|no|not|with)\b",
+            rest,
+            re.I,
         )
 
     def gross(self, pos: int) -> bool:

@@ -52,7 +52,7 @@ class Target:
     name: str = ""  # lesion concept, margin name, node station, tissue or population name
 
     def describe(self) -> str:
-        """"part A · margin bronchial", "case · tumour"."""
+        """ "part A · margin bronchial", "case · tumour"."""
         where = f"part {self.part}" if self.part else "case"
         what = self.kind + (f" {self.name}" if self.name else "")
         return f"{where} · {what}"
@@ -73,7 +73,7 @@ class Fact:
     note: str = ""  # extra qualifiers: "gross", "method=fish", "qualifier=invasive", …
 
     def describe(self) -> str:
-        """"invasion lymphatic = absent"."""
+        """ "invasion lymphatic = absent"."""
         key = f" {self.key}" if self.key else ""
         return f"{self.slot}{key} = {self.value}"
 

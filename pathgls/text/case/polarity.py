@@ -69,7 +69,9 @@ _HEDGE_AFTER = re.compile(
     r"conspicuous|appreciable|prominent)|rare|minimal|\?)",
     re.I,
 )
-_GROSS = re.compile(r"(?<![A-Za-z])(?:gross(?:ly)?|macroscopic(?:ally)?|on\s+gross)(?![A-Za-z])", re.I)
+_GROSS = re.compile(
+    r"(?<![A-Za-z])(?:gross(?:ly)?|macroscopic(?:ally)?|on\s+gross)(?![A-Za-z])", re.I
+)
 #: Words a denial may skip to reach the finding it denies ("no *definite evidence of* LVI").
 _FILLER = re.compile(
     r"^(?:[\s,/]|\b(?:(?:evidence|presence|foci|focus|areas?|signs?|features?|zones?)\s+of|"
@@ -130,7 +132,9 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
     neg = None
     for m in _PRE_NEG.finditer(window):
         neg = m
-    if neg is not None and (_FILLER.match(window[neg.end() :]) or _coordinated(window[neg.end() :])):
+    if neg is not None and (
+        _FILLER.match(window[neg.end() :]) or _coordinated(window[neg.end() :])
+    ):
         return ABSENT
     if re.search(r"(?<![\d.])0\s*%\s*(?:of\s+(?:the\s+)?(?:tumou?r\s+)?)?$", window):
         return ABSENT  # "0% necrosis"
@@ -144,7 +148,9 @@ _TRAILING_NEG = re.compile(
     r"evident|detected|found)|absent|negative(?!\s+for))",
     re.I,
 )
-_LIST_GAP_STOP = re.compile(r"[.;:\d]|\b(?:with|but|shows?|present|identified|seen|in|of|at)\b", re.I)
+_LIST_GAP_STOP = re.compile(
+    r"[.;:\d]|\b(?:with|but|shows?|present|identified|seen|in|of|at)\b", re.I
+)
 
 
 _COORD_GAP = re.compile(r"(?:[\w\-/]+[\s,]*){1,6}")
@@ -156,15 +162,18 @@ _COORD_STOP = re.compile(
 
 
 def _coordinated(gap: str) -> bool:
-    """"no microvascular proliferation or necrosis": the denial runs over a short list."""
+    """ "no microvascular proliferation or necrosis": the denial runs over a short list."""
     g = gap.strip()
     if not g or len(g.split()) > 6 or _COORD_STOP.search(g):
         return False
-    return bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g)) and _COORD_GAP.fullmatch(g + " ") is not None
+    return (
+        bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g))
+        and _COORD_GAP.fullmatch(g + " ") is not None
+    )
 
 
 def _post_list_negation(after: str) -> bool:
-    """"LVI, PNI and necrosis are not identified": a trailing denial over a short list."""
+    """ "LVI, PNI and necrosis are not identified": a trailing denial over a short list."""
     m = _TRAILING_NEG.search(after, 0, 90)
     if not m:
         return False

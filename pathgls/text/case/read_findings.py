@@ -77,9 +77,7 @@ def _tumour_target(ctx: Context, pos: int, *, default: str = "tumour") -> Target
 def read_invasion(ctx: Context) -> None:
     """Lymphovascular, lymphatic, venous, vascular and perineural invasion, each its own key."""
     vocab = vocabulary()
-    found = [
-        (k, m) for k, rx in vocab.invasion for m in rx.finditer(ctx.text, ctx.start, ctx.end)
-    ]
+    found = [(k, m) for k, rx in vocab.invasion for m in rx.finditer(ctx.text, ctx.start, ctx.end)]
     for kind, m in _longest(found):
         target = _tumour_target(ctx, m.start())
         if target.kind in ("margin", "nodes", "population"):
@@ -90,9 +88,7 @@ def read_invasion(ctx: Context) -> None:
 def read_findings(ctx: Context) -> None:
     """Necrosis, microvascular proliferation, extranodal extension and other findings."""
     vocab = vocabulary()
-    found = [
-        (k, m) for k, rx in vocab.findings for m in rx.finditer(ctx.text, ctx.start, ctx.end)
-    ]
+    found = [(k, m) for k, rx in vocab.findings for m in rx.finditer(ctx.text, ctx.start, ctx.end)]
     for key, m in _longest(found):
         subject = ctx.subject(m.start())
         if key == "extranodal extension":
@@ -118,8 +114,11 @@ def read_extent(ctx: Context) -> None:
         before = ctx.text[max(c.start, m.start() - 70) : m.start()]
         after = ctx.text[m.end() : min(c.end, m.end() + 60)]
         in_label = ctx.in_label(m.start())
-        if re.match(r"\s*(?:\w+\s+)?(?:margins?|resection\s+lines?|lymph\s+nodes?|nodes?)\b",
-                    ctx.text[m.end() : m.end() + 25], re.I):
+        if re.match(
+            r"\s*(?:\w+\s+)?(?:margins?|resection\s+lines?|lymph\s+nodes?|nodes?)\b",
+            ctx.text[m.end() : m.end() + 25],
+            re.I,
+        ):
             continue  # "the renal vein margin" is a margin, "perivesical lymph nodes" nodes
         if in_label and ctx.topic == "margin":
             continue  # "Perirenal adipose tissue: negative" in a list of margins
@@ -161,8 +160,14 @@ def read_extent(ctx: Context) -> None:
             continue
         for structure in CONFINED[organ]:
             ctx.add(
-                "extent", structure, "absent", m.start(), m.end(), target=target,
-                certain=not ctx.gross(m.start()), note=f"confined to the {organ}",
+                "extent",
+                structure,
+                "absent",
+                m.start(),
+                m.end(),
+                target=target,
+                certain=not ctx.gross(m.start()),
+                note=f"confined to the {organ}",
             )
 
 
@@ -188,9 +193,9 @@ def _extent_polarity(ctx: Context, start: int, m: re.Match[str]) -> str:
         # "does not invade X", "not involving X": a denial right before the verb
         c = ctx.clause(start)
         pre = ctx.text[max(c.start, start - 45) : start].lower()
-        if re.search(r"\b(?:not|no|without|nor)\s+(?:[\w\-]+\s+){0,2}$|\b(?:not|no|without|nor)\s*$", pre) or re.search(
-            r"\b(?:does|do|did)\s+not\s*$", pre
-        ):
+        if re.search(
+            r"\b(?:not|no|without|nor)\s+(?:[\w\-]+\s+){0,2}$|\b(?:not|no|without|nor)\s*$", pre
+        ) or re.search(r"\b(?:does|do|did)\s+not\s*$", pre):
             return ABSENT
         if re.search(r"\b(?:approach\w*|abut\w*|close\s+to|near)\s+(?:\w+\s+){0,2}$", pre):
             return UNCERTAIN
@@ -202,7 +207,13 @@ def _part_level(ctx: Context) -> bool:
     label, or any assertion of a report without parts."""
     if ctx.part is not None:
         return ctx.region == "diagnosis"
-    return not _has_parts(ctx) and ctx.region in ("diagnosis", "comment", "synoptic", "other", "microscopic")
+    return not _has_parts(ctx) and ctx.region in (
+        "diagnosis",
+        "comment",
+        "synoptic",
+        "other",
+        "microscopic",
+    )
 
 
 _WHOLE_DENIAL = re.compile(
@@ -281,8 +292,15 @@ def read_behaviour(ctx: Context) -> None:
         target = ctx.target(subject, "tumour")
         if target.kind == "part":
             target = Target("tumour", target.part)
-        ctx.add("behaviour", "invasive", "absent", m.start(), m.end(), target=target,
-                certain=not ctx.gross(m.start()))
+        ctx.add(
+            "behaviour",
+            "invasive",
+            "absent",
+            m.start(),
+            m.end(),
+            target=target,
+            certain=not ctx.gross(m.start()),
+        )
     for m in _INVASIVE_WORD.finditer(text, ctx.start, ctx.end):
         if ctx.polarity(m.start(), m.end()) != PRESENT:
             continue
@@ -292,16 +310,30 @@ def read_behaviour(ctx: Context) -> None:
         target = ctx.target(subject, "tumour")
         if target.kind == "part":
             target = Target("tumour", target.part)
-        ctx.add("behaviour", "invasive", "present", m.start(), m.end(), target=target,
-                certain=not ctx.gross(m.start()))
+        ctx.add(
+            "behaviour",
+            "invasive",
+            "present",
+            m.start(),
+            m.end(),
+            target=target,
+            certain=not ctx.gross(m.start()),
+        )
     for m in _BENIGN_PREDICATE.finditer(text, ctx.start, ctx.end):
         subject = ctx.subject(m.start())
         if subject is None or subject.kind != "tumour" or subject.other or "cell" in subject.name:
             continue
         if ctx.polarity(m.end() - 1, m.end()) != PRESENT:
             continue
-        ctx.add("behaviour", "", "benign", m.start(), m.end(),
-                target=Target("tumour", ctx.part), certain=not ctx.gross(m.start()))
+        ctx.add(
+            "behaviour",
+            "",
+            "benign",
+            m.start(),
+            m.end(),
+            target=Target("tumour", ctx.part),
+            certain=not ctx.gross(m.start()),
+        )
 
 
 #: Words before a denial that name what it is about ("Portion of X, no tumor"), when
@@ -333,16 +365,25 @@ def read_presence(ctx: Context) -> None:
             subject = location_after(ctx.text, m.end(), ctx.clause(m.start()).end)
         if subject is None and ctx.unknown_label:
             continue  # "Urethral: free of neoplasm": about what the checklist names, not the part
-        if subject is None and _NAMED_BEFORE.search(ctx.text, ctx.clause(m.start()).start, m.start()):
+        if subject is None and _NAMED_BEFORE.search(
+            ctx.text, ctx.clause(m.start()).start, m.start()
+        ):
             continue  # "Segments of vasa deferentia, no tumor present": about what it names
         residual = "residual" in m.group().lower()
         invasive = "invasive" in m.group().lower()
         if invasive and (subject is None or subject.kind in ("tumour", "part")):
-            tgt = ctx.target(subject, "tumour") if subject is not None else Target(
-                "tumour", ctx.part
+            tgt = (
+                ctx.target(subject, "tumour") if subject is not None else Target("tumour", ctx.part)
             )
-            ctx.add("behaviour", "invasive", "absent", m.start(), m.end(),
-                    target=Target("tumour", tgt.part), certain=not ctx.gross(m.start()))
+            ctx.add(
+                "behaviour",
+                "invasive",
+                "absent",
+                m.start(),
+                m.end(),
+                target=Target("tumour", tgt.part),
+                certain=not ctx.gross(m.start()),
+            )
             continue
         if subject is None or (subject.kind == "tumour" and not subject.other):
             if not _whole_part_denial(ctx, m):
@@ -352,13 +393,20 @@ def read_presence(ctx: Context) -> None:
             target = ctx.target(subject, "part")
         note = "residual" if residual else "invasive" if invasive else ""
         certain = not ctx.gross(m.start())
-        ctx.add("presence", "", "absent", m.start(), m.end(), target=target, certain=certain, note=note)
+        ctx.add(
+            "presence", "", "absent", m.start(), m.end(), target=target, certain=certain, note=note
+        )
     if ctx.label is not None and ctx.value_start >= 0:
         value = ctx.text[ctx.value_start : ctx.end]
         if _BENIGN_VALUE.match(value):
             subject = ctx.subject(ctx.value_start)
             if subject is not None and subject.kind in ("tissue", "background", "nodes", "margin"):
                 ctx.add(
-                    "presence", "", "absent", ctx.value_start, ctx.end,
-                    target=ctx.target(subject, "part"), note="benign",
+                    "presence",
+                    "",
+                    "absent",
+                    ctx.value_start,
+                    ctx.end,
+                    target=ctx.target(subject, "part"),
+                    note="benign",
                 )

@@ -34,26 +34,70 @@ _FIGO = re.compile(
 )
 _EDITION = re.compile(r"(?P<e>[5-8])(?:th)?\s+(?:ed\.?|edition)|ajcc\s*(?P<e2>[5-8])", re.I)
 _WORDNUM = {
-    "no": 0, "none": 0, "zero": 0, "one": 1, "single": 1, "a": 1, "two": 2, "three": 3,
-    "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
-    "twenty-one": 21, "twenty-two": 22, "twenty-three": 23, "twenty-four": 24, "twenty-five": 25,
-    "twenty-six": 26, "twenty-seven": 27, "twenty-eight": 28, "twenty-nine": 29,
-    "thirty-one": 31, "thirty-two": 32, "thirty-three": 33, "thirty-four": 34, "thirty-five": 35,
+    "no": 0,
+    "none": 0,
+    "zero": 0,
+    "one": 1,
+    "single": 1,
+    "a": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "twenty-one": 21,
+    "twenty-two": 22,
+    "twenty-three": 23,
+    "twenty-four": 24,
+    "twenty-five": 25,
+    "twenty-six": 26,
+    "twenty-seven": 27,
+    "twenty-eight": 28,
+    "twenty-nine": 29,
+    "thirty-one": 31,
+    "thirty-two": 32,
+    "thirty-three": 33,
+    "thirty-four": 34,
+    "thirty-five": 35,
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
-_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-          "nine": 9}
-_COMPOUND = (
-    r"(?:" + "|".join(_TENS) + r")[\s\-]+(?:" + "|".join(_UNITS) + r")(?![A-Za-z])"
-)
+_UNITS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+}
+_COMPOUND = r"(?:" + "|".join(_TENS) + r")[\s\-]+(?:" + "|".join(_UNITS) + r")(?![A-Za-z])"
 _N = (
-    r"(?:\d{1,3}|" + _COMPOUND + "|"
-    + "|".join(sorted((re.escape(w) for w in _WORDNUM), key=len, reverse=True)) + r")"
+    r"(?:\d{1,3}|"
+    + _COMPOUND
+    + "|"
+    + "|".join(sorted((re.escape(w) for w in _WORDNUM), key=len, reverse=True))
+    + r")"
 )
 _NODE = r"(?:lymph[\s\-]*nodes?|nodes?|LNs?)"
-_FRACTION = re.compile(rf"(?<![\d./])(?P<p>\d{{1,3}})\s*/\s*(?P<t>\d{{1,3}})(?![\d./%])")
+_FRACTION = re.compile(r"(?<![\d./])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d./%])")
 _OF = re.compile(
     rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?P<t>{_N})\s+"
     rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,3}}?{_NODE}",
@@ -77,11 +121,13 @@ _POS_STATUS = re.compile(
 )
 _FIELD_EXAMINED = re.compile(
     r"(?:number|#|no\.?|total)?\s*(?:of\s+)?(?:lymph\s+)?(?:nodes?\s+)?(?:examined|identified|"
-    r"recovered|found|submitted|retrieved|harvested|sampled|total|assessed)", re.I,
+    r"recovered|found|submitted|retrieved|harvested|sampled|total|assessed)",
+    re.I,
 )
 _FIELD_POSITIVE = re.compile(
     r"(?:number|#|no\.?)?\s*(?:of\s+)?(?:lymph\s+)?(?:nodes?\s+)?(?:positive|involved|with\s+"
-    r"metasta\w+|metastatic|containing\s+metasta\w+)", re.I,
+    r"metasta\w+|metastatic|containing\s+metasta\w+)",
+    re.I,
 )
 
 
@@ -107,7 +153,9 @@ def read_stage(ctx: Context) -> None:
         pre = (m.group("pre") or "").lower()
         axis, cat = m.group("axis"), m.group("cat")
         neighbours = sum(
-            1 for o in found if o is not m and (0 <= o.start() - m.end() <= 6 or 0 <= m.start() - o.end() <= 6)
+            1
+            for o in found
+            if o is not m and (0 <= o.start() - m.end() <= 6 or 0 <= m.start() - o.end() <= 6)
         )
         context = _STAGE_CONTEXT.search(text, max(ctx.start, m.start() - 40), m.start())
         if cat == "O":
@@ -128,8 +176,7 @@ def read_stage(ctx: Context) -> None:
         sub = (m.group("sub") or m.group("sub2") or "").upper()
         if re.search(r"grade", text[max(ctx.start, m.start() - 3) : m.end() + 8], re.I):
             continue
-        ctx.add("stage", "FIGO", s + sub, m.start(), m.end(),
-                target=Target("tumour", ctx.part))
+        ctx.add("stage", "FIGO", s + sub, m.start(), m.end(), target=Target("tumour", ctx.part))
 
 
 def _station(ctx: Context, pos: int) -> tuple[str, bool]:
@@ -145,11 +192,13 @@ def _station(ctx: Context, pos: int) -> tuple[str, bool]:
     return "", False
 
 
-_PARTIAL_BEFORE = re.compile(r"\b(?:remaining|other|additional|rest\s+of\s+the)\s+(?:[\w\-]+\s+){0,3}$", re.I)
+_PARTIAL_BEFORE = re.compile(
+    r"\b(?:remaining|other|additional|rest\s+of\s+the)\s+(?:[\w\-]+\s+){0,3}$", re.I
+)
 
 
 def _partial(ctx: Context, pos: int) -> bool:
-    """"the remaining eight lymph nodes": part of a set, not its whole."""
+    """ "the remaining eight lymph nodes": part of a set, not its whole."""
     return _PARTIAL_BEFORE.search(ctx.text, max(ctx.start, pos - 50), pos) is not None
 
 
@@ -162,7 +211,9 @@ def read_nodes(ctx: Context) -> None:
         return
     seen: list[tuple[int, int]] = []
 
-    def record(pos: int, end: int, positive: int | None, total: int | None, *, note: str = "") -> None:
+    def record(
+        pos: int, end: int, positive: int | None, total: int | None, *, note: str = ""
+    ) -> None:
         if any(a <= pos < b for a, b in seen):
             return
         seen.append((pos, end))
@@ -173,7 +224,9 @@ def read_nodes(ctx: Context) -> None:
         if total is not None:
             ctx.add("nodes", "examined", total, pos, end, target=target, certain=certain, note=note)
         if positive is not None:
-            ctx.add("nodes", "positive", positive, pos, end, target=target, certain=certain, note=note)
+            ctx.add(
+                "nodes", "positive", positive, pos, end, target=target, certain=certain, note=note
+            )
             status = "positive" if positive > 0 else "negative"
             ctx.add("node_status", "", status, pos, end, target=target, certain=certain, note=note)
 
@@ -194,7 +247,11 @@ def read_nodes(ctx: Context) -> None:
         window = text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 40)]
         if not re.search(_NODE, window, re.I) and ctx.topic != "nodes":
             continue
-        if re.search(r"\d\s*/\s*9\b|score|gleason|nottingham", window, re.I) and t <= 10 and not re.search(_NODE, window, re.I):
+        if (
+            re.search(r"\d\s*/\s*9\b|score|gleason|nottingham", window, re.I)
+            and t <= 10
+            and not re.search(_NODE, window, re.I)
+        ):
             continue
         if p <= t and t > 0:
             record(m.start(), m.end(), p, t)
@@ -234,18 +291,40 @@ def read_nodes(ctx: Context) -> None:
         head = text[c.start : pos]
         if re.search(r"\d", tail[:40]):
             continue
-        neg = _NEG_STATUS.match(re.sub(r"^[\W\s]*(?:\w+\s+){0,2}?(?:are|is|were|was|:)?\s*", "", tail[len(m.group()) :] if not ctx.in_label(pos) else tail)) or re.search(r"\b(?:no|without|negative\s+for)\s+(?:\w+\s+){0,2}$", head, re.I)
-        pos_s = re.search(r"metastatic\s+(?:\w+\s+){0,2}(?:in|to|involving)\s+(?:\w+\s+){0,3}$", head, re.I)
+        neg = _NEG_STATUS.match(
+            re.sub(
+                r"^[\W\s]*(?:\w+\s+){0,2}?(?:are|is|were|was|:)?\s*",
+                "",
+                tail[len(m.group()) :] if not ctx.in_label(pos) else tail,
+            )
+        ) or re.search(r"\b(?:no|without|negative\s+for)\s+(?:\w+\s+){0,2}$", head, re.I)
+        pos_s = re.search(
+            r"metastatic\s+(?:\w+\s+){0,2}(?:in|to|involving)\s+(?:\w+\s+){0,3}$", head, re.I
+        )
         if neg and not pos_s:
             if re.search(r"remaining|other|additional|rest", head + tail[:30], re.I):
                 continue
             station, _ = _station(ctx, pos)
-            ctx.add("node_status", "", "negative", pos, pos + len(m.group()),
-                    target=Target("nodes", ctx.part, station),
-                    certain=ctx.region != "gross", note="status")
+            ctx.add(
+                "node_status",
+                "",
+                "negative",
+                pos,
+                pos + len(m.group()),
+                target=Target("nodes", ctx.part, station),
+                certain=ctx.region != "gross",
+                note="status",
+            )
         elif pos_s and ctx.polarity(c.start + pos_s.start(), pos) == PRESENT:
             station, _ = _station(ctx, pos)
-            ctx.add("node_status", "", "positive", pos, pos + len(m.group()),
-                    target=Target("nodes", ctx.part, station),
-                    certain=ctx.region != "gross", note="status")
+            ctx.add(
+                "node_status",
+                "",
+                "positive",
+                pos,
+                pos + len(m.group()),
+                target=Target("nodes", ctx.part, station),
+                certain=ctx.region != "gross",
+                note="status",
+            )
     _ = ABSENT

@@ -23,6 +23,7 @@ _TYPE_LABEL = re.compile(
 )
 _COPULA = re.compile(
     r"(?:\b(?:is|are|was|represents?|represent(?:ing)?|consistent\s+with|diagnostic\s+of|"
+    r"shows?|showed|showing|demonstrates?|reveals?|revealed|contains?|harbou?rs?|"
     r"compatible\s+with|characteristic\s+of|typical\s+of|confirm(?:s|ing)?|shows?\s+(?:a|an)|"
     r"diagnosed\s+as|classified\s+as|features\s+of|those\s+of|identified\s+as)\s+(?:an?\s+|the\s+)?"
     r"(?:(?:invasive|infiltrating|residual|primary|conventional|classic|typical|benign|malignant|"
@@ -43,8 +44,11 @@ _MIXED = re.compile(
     r"(?:carcinoma|adenocarcinoma|sarcoma|tumou?r))\b",
     re.I,
 )
-_ARISING = re.compile(r"\b(?:arising\s+(?:in|from)|in\s+a\s+background\s+of|associated\s+with|"
-                      r"adjacent|background|ex\b|from\s+(?:an?\s+)?)\s*(?:\w+\s+){0,3}$", re.I)
+_ARISING = re.compile(
+    r"\b(?:arising\s+(?:in|from)|in\s+a\s+background\s+of|associated\s+with|"
+    r"adjacent|background|ex\b|from\s+(?:an?\s+)?)\s*(?:\w+\s+){0,3}$",
+    re.I,
+)
 _SUBTYPE = re.compile(
     r"[\s,(\-]*(?:\([^)]{0,60}\)[\s,]*)?(?:(?:of\s+)?(?P<w>clear[\s\-]cell|conventional|papillary|chromophobe|"
     r"collecting\s+duct)\s*(?:\(\w+\)\s*)?(?:type|variant|subtype)|(?:type|subtype)\s*[:\-]?\s*"
@@ -87,8 +91,16 @@ def read_type(ctx: Context) -> None:
         copula = bool(_COPULA.search(before[-80:]))
         subject = ctx.subject(m.start()) if copula else None
         principal = (
-            (label_is_type and m.start() >= ctx.value_start and _LEAD.match(text[ctx.value_start : m.start()]))
-            or (ctx.region in ("diagnosis", "other") and _LEAD.match(before) and c.start == _body(ctx))
+            (
+                label_is_type
+                and m.start() >= ctx.value_start
+                and _LEAD.match(text[ctx.value_start : m.start()])
+            )
+            or (
+                ctx.region in ("diagnosis", "other")
+                and _LEAD.match(before)
+                and c.start == _body(ctx)
+            )
             or bool(_COPULA.search(before[-80:]))
         )
         if not principal or _ARISING.search(before[-40:]):
@@ -159,9 +171,14 @@ _SYSTEM_GRADE = re.compile(
 )
 _G_TOKEN = re.compile(r"(?<![A-Za-z0-9])G(?P<n>[1-3])(?![A-Za-z0-9])")
 #: "G2: moderately differentiated", "(G3)": a grade token, not a cassette "G2".
-_G_CONTEXT = re.compile(r"\s*(?:[:\-)]\s*)?(?:\(?\s*)?(?:well|moderately|poorly|un)[\s\-]*differentiated|\s*\)", re.I)
+_G_CONTEXT = re.compile(
+    r"\s*(?:[:\-)]\s*)?(?:\(?\s*)?(?:well|moderately|poorly|un)[\s\-]*differentiated|\s*\)", re.I
+)
 #: A grade that is one end of a range or list ("2-3", "II/III", "3 & 4", "2 or 3", "2 to 3").
-_RANGE = re.compile(r"\s*(?:-|–|/|&|\bor\b|\bto\b|\band\b)\s*(?:G|grade\s*)?(?:[1-4]|I{1,3}V?|IV)\b(?!\s*(?:of|/))", re.I)
+_RANGE = re.compile(
+    r"\s*(?:-|–|/|&|\bor\b|\bto\b|\band\b)\s*(?:G|grade\s*)?(?:[1-4]|I{1,3}V?|IV)\b(?!\s*(?:of|/))",
+    re.I,
+)
 _NOTT_SCORE = re.compile(
     r"(?:nottingham|total|overall|combined|bloom[\s\-]+richardson)\s+(?:histologic\s+)?score\s*"
     r"(?:is|of|[:=])?\s*(?P<n>[3-9])\b(?:\s*(?:/|of)\s*9)?|\b(?P<n2>[3-9])\s*/\s*9\b",
@@ -172,10 +189,13 @@ _DIFF = re.compile(
     r"poorly))?[\s\-]*(?:differentiated|differentiation)",
     re.I,
 )
-_TWO_TIER = re.compile(r"(?<![A-Za-z])(?P<v>low|high)[\s\-]+grade(?![A-Za-z])(?![\s,]*(?:[\w\-]+\s+){0,2}(?:dysplasia|component|"
-                       r"pin|prostatic\s+intraepithelial|intra\w*|squamous\s+intra|sil|"
-                       r"cin|atypia|neoplasia|papillary\s+urothelial\s+neoplasm|malignant\s+potential|"
-                       r"squamous|urothelial\s+dysplasia|adenoma|lesion))", re.I)
+_TWO_TIER = re.compile(
+    r"(?<![A-Za-z])(?P<v>low|high)[\s\-]+grade(?![A-Za-z])(?![\s,]*(?:[\w\-]+\s+){0,2}(?:dysplasia|component|"
+    r"pin|prostatic\s+intraepithelial|intra\w*|squamous\s+intra|sil|"
+    r"cin|atypia|neoplasia|papillary\s+urothelial\s+neoplasm|malignant\s+potential|"
+    r"squamous|urothelial\s+dysplasia|adenoma|lesion))",
+    re.I,
+)
 _DIFF_VALUE = {"well": 1, "moderately": 2, "moderate": 2, "poorly": 3, "un": 3}
 _SYSTEMS = {
     "fuhrman": "fuhrman",
@@ -206,7 +226,11 @@ def read_grade(ctx: Context) -> None:
             return
         if _RANGE_BEFORE.search(text, max(ctx.start, m.start() - 30), m.start()):
             return  # "grade II or grade III", "from grade II to III", "ranges between 2 and 3"
-        if ctx.label is None and ctx.region not in ("diagnosis", "synoptic") and not _near_tumour(ctx, m):
+        if (
+            ctx.label is None
+            and ctx.region not in ("diagnosis", "synoptic")
+            and not _near_tumour(ctx, m)
+        ):
             return  # a grade in prose must be said of the tumour ("the tumour is grade 2")
         taken.append((m.start(), m.end()))
         subject = ctx.subject(m.start())
@@ -218,12 +242,23 @@ def read_grade(ctx: Context) -> None:
 
     part_label = re.search(r"\b(primary|secondary|tertiary)\b", lab)
     for m in _GLEASON.finditer(text, ctx.start, ctx.end):
-        if part_label or re.search(r"(?:primary|secondary|tertiary)\s+(?:gleason\s+)?(?:pattern|grade)",
-                                   text[max(ctx.start, m.start() - 30) : m.end()], re.I):
+        if part_label or re.search(
+            r"(?:primary|secondary|tertiary)\s+(?:gleason\s+)?(?:pattern|grade)",
+            text[max(ctx.start, m.start() - 30) : m.end()],
+            re.I,
+        ):
             n = re.search(r"[1-5]", m.group()[-3:])
-            word = part_label.group(1) if part_label else re.search(
-                r"primary|secondary|tertiary", text[max(ctx.start, m.start() - 30) : m.end()], re.I
-            ).group().lower()
+            word = (
+                part_label.group(1)
+                if part_label
+                else re.search(
+                    r"primary|secondary|tertiary",
+                    text[max(ctx.start, m.start() - 30) : m.end()],
+                    re.I,
+                )
+                .group()
+                .lower()
+            )
             if n:
                 add(f"gleason_{word}", int(n.group()), m)
             continue
@@ -232,7 +267,9 @@ def read_grade(ctx: Context) -> None:
         s = m.group("s") or m.group("s2") or m.group("s3")
         if a and b:
             add("gleason", (int(a), int(b), int(s) if s else None), m)
-        elif s and 6 <= int(s) <= 10 and not re.match(r"\s*/\s*5|\s*%", text[m.end() : m.end() + 4]):
+        elif (
+            s and 6 <= int(s) <= 10 and not re.match(r"\s*/\s*5|\s*%", text[m.end() : m.end() + 4])
+        ):
             add("gleason", (None, None, int(s)), m)  # a score; 1-5 alone are patterns
     for m in _GRADE_GROUP.finditer(text, ctx.start, ctx.end):
         add("grade_group", int(m.group("n") or m.group("n2")), m)
@@ -271,8 +308,11 @@ _RANGE_BEFORE = re.compile(
     r"(?:\w+\s+){0,3})$",
     re.I,
 )
-_TUMOUR_WORD = re.compile(r"\b(?:tumou?r|carcinoma|neoplasm|lesion|adenocarcinoma|sarcoma|"
-                          r"glioma|astrocytoma|oligodendroglioma|glioblastoma|melanoma|lymphoma)\b", re.I)
+_TUMOUR_WORD = re.compile(
+    r"\b(?:tumou?r|carcinoma|neoplasm|lesion|adenocarcinoma|sarcoma|"
+    r"glioma|astrocytoma|oligodendroglioma|glioblastoma|melanoma|lymphoma)\b",
+    re.I,
+)
 
 
 def _near_tumour(ctx: Context, m: re.Match[str]) -> bool:
@@ -346,7 +386,9 @@ def read_size(ctx: Context) -> None:
         after = text[m.end() : min(c.end, m.end() + 30)]
         if _NOT_SIZE_NEAR.search(near[-35:]) or re.match(
             r"\s*(?:\)\s*)?(?:from|to|away|of\s+(?:the\s+)?margin|in\s+(?:length|depth|thickness)|deep|"
-            r"thick|long|wide)", after, re.I
+            r"thick|long|wide)",
+            after,
+            re.I,
         ):
             continue
         if label_size and m.start() >= ctx.value_start:
@@ -358,9 +400,14 @@ def read_size(ctx: Context) -> None:
         if subject.kind == "tumour" and "cell" in subject.name:
             continue
         gap = text[subject.end : m.start()]
-        if len(gap) > 80 or not (_SIZE_CUE.search(gap) or re.match(
-            r"\s*(?:in\s+)?(?:greatest|maximum|maximal|largest)\s+(?:dimension|diameter)", after, re.I
-        )):
+        if len(gap) > 80 or not (
+            _SIZE_CUE.search(gap)
+            or re.match(
+                r"\s*(?:in\s+)?(?:greatest|maximum|maximal|largest)\s+(?:dimension|diameter)",
+                after,
+                re.I,
+            )
+        ):
             continue
         found.append(m)
     if len(found) != 1:
@@ -380,46 +427,3 @@ def _is_main_type(concept: str) -> bool:
     vocab = vocabulary()
     term = vocab.diagnosis_terms.get(concept)
     return term is not None and term.attributes.get("behavior") == "malignant"
-
-
-# --- side and site ----------------------------------------------------------------------------
-
-_SIDE_LABEL = re.compile(r"laterality|\bside\b", re.I)
-_SIDE = re.compile(r"(?<![A-Za-z])(?P<v>left|right|bilateral)(?![A-Za-z])", re.I)
-_LOBE = re.compile(
-    r"(?<![A-Za-z])(?:(?P<side>left|right)\s+)?(?P<lobe>upper|middle|lower)\s+lobe(?![A-Za-z])|"
-    r"(?<![A-Za-z])(?P<abbr>RUL|RML|RLL|LUL|LLL)(?![A-Za-z])",
-    re.I,
-)
-_SITE_LABEL = re.compile(r"(?:tumou?r\s+)?(?:site|location|focality)|specimen\b|procedure", re.I)
-
-
-def read_side(ctx: Context) -> None:
-    """Laterality ("side") and lung lobe ("site") of the tumour, from fields and site phrases."""
-    text, lab = ctx.text, ctx.label_text
-    if ctx.label is not None and _SIDE_LABEL.search(lab) and ctx.value_start >= 0:
-        m = _SIDE.search(text, ctx.value_start, ctx.end)
-        if m and m.group("v").lower() != "bilateral":
-            ctx.add("side", "", m.group("v").lower(), m.start(), m.end(),
-                    target=Target("tumour", ctx.part), note="field")
-    site_field = ctx.label is not None and _SITE_LABEL.search(lab) and ctx.value_start >= 0
-    for m in _LOBE.finditer(text, ctx.start, ctx.end):
-        if m.group("abbr"):
-            abbr = m.group("abbr").upper()
-            side, lobe = ("right" if abbr[0] == "R" else "left"), {"U": "upper", "M": "middle", "L": "lower"}[abbr[1]]
-        else:
-            side = (m.group("side") or "").lower()
-            lobe = m.group("lobe").lower()
-        subject = ctx.subject(m.start())
-        about_tumour = site_field or (
-            subject is not None and subject.kind in ("tumour", "lesion") and not subject.other
-            and re.search(r"\b(?:in|within|involving|located|arising|of|from|at)\s+(?:the\s+)?$",
-                          text[max(ctx.start, m.start() - 20) : m.start()], re.I)
-        )
-        if not about_tumour or ctx.polarity(m.start(), m.end()) != PRESENT:
-            continue
-        target = Target("tumour", ctx.part)
-        note = "field" if site_field else ""
-        ctx.add("site", "lobe", lobe, m.start(), m.end(), target=target, note=note)
-        if side:
-            ctx.add("side", "", side, m.start(), m.end(), target=target, note=note)

@@ -32,11 +32,75 @@ _NODES = re.compile(
 )
 #: Words that end a margin name or node station when reading backwards from the keyword.
 _NAME_STOP = frozenset(
-    "no not in of at on to into by with without from for and the a an is are was were all any "
-    "both each some several multiple numerous other remaining additional two three four five "
-    "six seven eight nine ten one eleven twelve single none negative positive free involved "
-    "uninvolved carcinoma tumor tumour metastatic metastasis malignancy examined identified "
-    "seen present shows showing containing contains which that".split()
+    [
+        "no",
+        "not",
+        "in",
+        "of",
+        "at",
+        "on",
+        "to",
+        "into",
+        "by",
+        "with",
+        "without",
+        "from",
+        "for",
+        "and",
+        "the",
+        "a",
+        "an",
+        "is",
+        "are",
+        "was",
+        "were",
+        "all",
+        "any",
+        "both",
+        "each",
+        "some",
+        "several",
+        "multiple",
+        "numerous",
+        "other",
+        "remaining",
+        "additional",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "one",
+        "eleven",
+        "twelve",
+        "single",
+        "none",
+        "negative",
+        "positive",
+        "free",
+        "involved",
+        "uninvolved",
+        "carcinoma",
+        "tumor",
+        "tumour",
+        "metastatic",
+        "metastasis",
+        "malignancy",
+        "examined",
+        "identified",
+        "seen",
+        "present",
+        "shows",
+        "showing",
+        "containing",
+        "contains",
+        "which",
+        "that",
+    ]
 )
 _WORD_BACK = re.compile(r"([A-Za-z0-9'/\-#]+)[ \t,]*$")
 
@@ -64,11 +128,14 @@ def _name_before(text: str, start: int, floor: int, keep: int = 4) -> tuple[str,
     return " ".join(words), pos, partial
 
 
-_TUMOUR = re.compile(rf"(?<![A-Za-z])(?:the\s+|this\s+|a\s+)?(?:{OTHER_LESION}\s+)?"
-                     rf"(?:(?:primary|main|dominant|index|largest)\s+)?"
-                     rf"(?P<w>tumou?rs?|neoplasms?|carcinomas?|masse?s?|lesions?|cancers?|"
-                     rf"nodules?|neoplastic\s+cells|tumou?r\s+cells|malignant\s+cells|foci|focus)"
-                     rf"(?![A-Za-z])", re.I)
+_TUMOUR = re.compile(
+    rf"(?<![A-Za-z])(?:the\s+|this\s+|a\s+)?(?:{OTHER_LESION}\s+)?"
+    rf"(?:(?:primary|main|dominant|index|largest)\s+)?"
+    rf"(?P<w>tumou?rs?|neoplasms?|carcinomas?|masse?s?|lesions?|cancers?|"
+    rf"nodules?|neoplastic\s+cells|tumou?r\s+cells|malignant\s+cells|foci|focus)"
+    rf"(?![A-Za-z])",
+    re.I,
+)
 #: Diagnosis names that name no particular type: "the carcinoma" is the tumour.
 GENERIC_CONCEPTS = frozenset(
     {"tumor", "mass", "malignancy", "carcinoma", "invasive carcinoma", "benign neoplasm"}
@@ -208,8 +275,15 @@ def subject_before(
     return best
 
 
-_RANK = {"margin": 0, "nodes": 1, "part": 2, "population": 3, "background": 4, "lesion": 5,
-         "tumour": 6}
+_RANK = {
+    "margin": 0,
+    "nodes": 1,
+    "part": 2,
+    "population": 3,
+    "background": 4,
+    "lesion": 5,
+    "tumour": 6,
+}
 
 
 def _prefer(old: Subject | None, new: Subject) -> Subject:

@@ -178,7 +178,9 @@ FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
 # --- subjects -----------------------------------------------------------------------------------
 
 #: Words naming the tumour itself (not a particular type): "the tumor", "the mass".
-TUMOUR_WORDS = r"tumou?rs?|neoplasms?|carcinomas?|malignan(?:cy|cies)|masse?s?|lesions?|cancers?|nodules?"
+TUMOUR_WORDS = (
+    r"tumou?rs?|neoplasms?|carcinomas?|malignan(?:cy|cies)|masse?s?|lesions?|cancers?|nodules?"
+)
 #: Words that make a clause about non-tumour tissue ("background", "adjacent").
 BACKGROUND_WORDS = (
     r"background|adjacent|non-?\s?neoplastic|non-?\s?tumou?rous|non-?\s?lesional|uninvolved|"
@@ -199,6 +201,17 @@ OTHER_POPULATIONS = (
 )
 #: Ordinal words that point to another lesion than "the" tumour.
 OTHER_LESION = r"second|another|additional|separate|smaller|satellite|other|distinct|third|two|multiple|several"
+
+#: Words that say a part (or report) holds several tumours ("two nodules", "a separate
+#: focus of …", "tumor #2", "multifocal").
+MULTIPLE_TUMOURS = re.compile(
+    r"\b(?:(?:two|three|four|five|multiple|several|separate|second|synchronous|additional|"
+    r"another|satellite|smaller|other|distinct|bilateral|independent|2|3)\s+(?:[\w\-]+\s+){0,4}"
+    r"(?:tumou?rs?|nodules?|masses|mass|lesions?|foci|focus|carcinomas?|neoplasms?|primar(?:y|ies)|"
+    r"tumou?r\s+nodules?)|multifocal|multicentric|tumou?r\s*(?:#|no\.?|number)\s*\d|"
+    r"(?:nodule|lesion|mass|focus)\s*#?\s*[2-9]|collision|incidental)\b",
+    re.I,
+)
 
 _LAB = re.compile
 
@@ -253,8 +266,10 @@ def _terms_regex(terms: list[Term]) -> tuple[re.Pattern[str], dict[str, Term]]:
     parts = [r"\s*[\-\s]\s*".join(re.escape(w) for w in f.split()) for f in forms]
     ci = "|".join(parts)
     cs = "|".join(re.escape(f) for f in sorted(exact, key=len, reverse=True))
-    pattern = rf"(?<![A-Za-z0-9])(?:(?i:{ci})|{cs})(?![A-Za-z0-9])" if cs else (
-        rf"(?<![A-Za-z0-9])(?i:{ci})(?![A-Za-z0-9])"
+    pattern = (
+        rf"(?<![A-Za-z0-9])(?:(?i:{ci})|{cs})(?![A-Za-z0-9])"
+        if cs
+        else (rf"(?<![A-Za-z0-9])(?i:{ci})(?![A-Za-z0-9])")
     )
     return re.compile(pattern), {**table, **exact}
 
