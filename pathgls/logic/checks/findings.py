@@ -110,7 +110,9 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if not pos_b:
                 continue
             same_station = bool(a.target.name) and view.same(a.target, b.target)
-            all_nodes = _all_nodes(view, a) and _same_scope(view, a.target, b.target)
+            all_nodes = _all_nodes(view, a) and _covers(a.target.name, b.target.name) and (
+                _same_scope(view, a.target, b.target) or a.target.part is None
+            )
             if same_station or all_nodes:
                 yield conflict(
                     "node_status",
@@ -150,33 +152,52 @@ def _all_nodes(view: CaseView, f: Fact) -> bool:
     )
 
 
+def _covers(general: str, specific: str) -> bool:
+    """"pelvic" covers "left pelvic"; "" (all nodes) covers every station."""
+    return set(general.split()) <= set(specific.split())
+
+
 def _same_scope(view: CaseView, a: Target, b: Target) -> bool:
     return view.same(Target("tumour", a.part), Target("tumour", b.part)) or a.part == b.part
 
 
+_TOTAL = re.compile(r"\b(?:in\s+total|total|overall|altogether|summary|all\s+regional|regional\s+lymph)", re.I)
+
+
 def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> Iterator[Comparison]:
-    """A stated total of positive nodes below what the stations add up to."""
-    totals = [f for f in counts if f.key == "positive" and not f.target.name and "field" in f.note]
-    stations = [f for f in counts if f.key == "positive" and f.target.name]
-    if not totals or not stations:
-        return
-    best: dict[tuple[str | None, str], int] = {}
-    where: dict[tuple[str | None, str], Fact] = {}
-    for f in stations:
-        k = (f.target.part, f.target.name)
-        if int(f.value) >= best.get(k, -1):
-            best[k], where[k] = int(f.value), f
-    total = sum(best.values())
-    for t in totals:
-        if int(t.value) < total:
-            first = next(iter(where.values()))
-            yield conflict(
-                "node_counts",
-                w.node_counts,
-                t,
-                first,
-                f"{t.value} positive nodes in all, but the stations add up to {total}",
-            )
+    """A stated total that the node groups cannot add up to: fewer positive (or examined)
+    nodes in all than the groups hold, or — when the examined nodes add up exactly — another
+    number of positive ones."""
+    def is_total(f: Fact) -> bool:
+        if f.target.name:
+            return False
+        s = view.case.statement(f.statement)
+        return "field" in f.note or bool(_TOTAL.search(view.case.sentence(f.statement))) or (
+            s.label is not None and bool(_TOTAL.search(s.label))
+        )
+
+    stations: dict[tuple[str | None, str], dict[str, Fact]] = {}
+    for f in counts:
+        if f.target.name and f.key in ("positive", "examined"):
+            stations.setdefault((f.target.part, f.target.name), {}).setdefault(f.key, f)
+    complete = [v for v in stations.values() if "positive" in v and "examined" in v]
+    if len(complete) < 2 or len(complete) != len(stations):
+        return  # a total is only checked against two or more groups that all give both counts
+    sum_pos = sum(int(v["positive"].value) for v in complete)
+    sum_exam = sum(int(v["examined"].value) for v in complete)
+    first = complete[0]["positive"]
+    for t in (f for f in counts if is_total(f)):
+        summed = sum_pos if t.key == "positive" else sum_exam
+        if int(t.value) < summed:
+            yield conflict("node_counts", w.node_counts, t, first,
+                           f"{t.value} {t.key} nodes in all, but the groups add up to {summed}")
+        elif t.key == "positive" and int(t.value) != sum_pos:
+            exam = next((f for f in counts if f.key == "examined" and f.statement == t.statement
+                         and f.start == t.start), None)
+            if exam is not None and int(exam.value) == sum_exam:
+                yield conflict("node_counts", w.node_counts, t, first,
+                               f"{t.value} positive of {sum_exam} nodes in all, but the groups "
+                               f"({sum_exam} nodes) hold {sum_pos} positive")
 
 
 _QUAL_OK = {("", ""), ("invasive", "invasive"), ("in situ", "in situ"), ("", "invasive")}

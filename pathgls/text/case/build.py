@@ -79,6 +79,7 @@ def build_case(report: str | bytes | Document) -> Case:
     population: Subject | None = None
     last_block_end = -1
     titles = {k: p.title for k, p in doc.parts.items()}
+    organ = _text_organ(doc)
     for s in doc.statements:
         if s.start - last_block_end > 2 and doc.text.count("\n", last_block_end, s.start) >= 2:
             population = None  # a new paragraph: no population carries over
@@ -86,6 +87,7 @@ def build_case(report: str | bytes | Document) -> Case:
         if not s.is_assertion:
             continue
         ctx = Context.of(doc.text, s, topic=topic, has_parts=bool(doc.parts), part_titles=titles)
+        ctx.organ = organ
         if s.region == "gross":
             for read in _GROSS_READERS:
                 read(ctx)
@@ -289,6 +291,19 @@ _TYPE_ORGAN = {
     "brain": "brain",
     "thyroid": "thyroid",
 }
+
+
+def _text_organ(doc: Document) -> str | None:
+    """The organ the report's words name most (before any fact is read)."""
+    counts: dict[str, int] = {}
+    for organ, rx in _ORGAN_RX:
+        n = len(rx.findall(doc.text))
+        if n:
+            counts[organ] = n
+    if not counts:
+        return None
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] >= 0.5 * sum(counts.values()) else None
 
 
 def case_organ(case: Case) -> str | None:

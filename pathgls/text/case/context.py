@@ -29,6 +29,7 @@ class Context:
     has_parts: bool = False  # the report has specimen parts
     part: str | None = None  # the part the statement is about (its own, or "In specimen D, …")
     part_title: str = ""  # the title of that part
+    organ: str | None = None  # the organ the report is about, when its words say so
     facts: list[Fact] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list)
 

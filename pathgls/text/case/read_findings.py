@@ -91,6 +91,18 @@ def read_findings(ctx: Context) -> None:
     found = [(k, m) for k, rx in vocab.findings for m in rx.finditer(ctx.text, ctx.start, ctx.end)]
     for key, m in _longest(found):
         subject = ctx.subject(m.start())
+        if key == "extracapsular extension":
+            # of a lymph node it is extranodal extension; of the prostate, extraprostatic
+            window = ctx.text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 60)]
+            if (subject is not None and subject.kind == "nodes") or re.search(
+                r"nod(?:e|al)|\bN[1-3]\b|lymph", window, re.I
+            ):
+                key, subject = "extranodal extension", None
+            else:
+                target = ctx.target(subject, "tumour")
+                if target.kind == "tumour" and ctx.organ == "prostate":
+                    ctx.add_polar("extent", "extraprostatic tissue", m.start(), m.end(), target=target)
+                continue
         if key == "extranodal extension":
             default = "nodes"
             if subject is not None and subject.kind not in ("nodes",):

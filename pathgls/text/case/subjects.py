@@ -120,7 +120,7 @@ def _name_before(text: str, start: int, floor: int, keep: int = 4) -> tuple[str,
         if not m or "\n" in text[m.end(1) : pos]:
             break
         w = m.group(1).lower()
-        if w in _NAME_STOP or w.isdigit():
+        if w in _NAME_STOP or w.isdigit() or w.split("-")[0] in _NAME_STOP:
             partial = w in ("remaining", "other", "additional")
             break
         words.insert(0, w)

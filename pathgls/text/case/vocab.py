@@ -167,9 +167,10 @@ FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
         "sarcomatoid features": r"sarcomatoid(?:\s+(?:features|differentiation|component|change))?",
         "rhabdoid features": r"rhabdoid(?:\s+(?:features|differentiation|component))?",
         "calcifications": r"(?:micro)?calcifications?",
-        "extranodal extension": r"extra-?\s?nodal\s+extension|extra-?\s?capsular\s+(?:extension|"
-        r"spread)\s+(?:of|from|in)\s+(?:the\s+)?(?:lymph\s+)?nod\w*|"
-        r"(?<![A-Za-z])ENE(?![A-Za-z])|perinodal\s+(?:extension|spread|fat\s+invasion)",
+        "extranodal extension": r"extra-?\s?nodal\s+(?:extension|spread|tumou?r\s+(?:growth|"
+        r"extension)|invasion)|(?<![A-Za-z])ENE(?![A-Za-z])|perinodal\s+(?:extension|spread|fat\s+"
+        r"invasion)",
+        "extracapsular extension": r"extra-?\s?capsular\s+(?:extension|spread|invasion|growth)",
         "tumour budding": r"tumou?r\s+budding",
         "treatment effect": r"treatment\s+effect",
     }
