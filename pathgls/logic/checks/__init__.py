@@ -18,6 +18,8 @@ from pathgls.logic.checks.findings import check_findings, check_margins, check_m
 from pathgls.logic.checks.staging import check_stage
 from pathgls.logic.checks.tumour import (
     check_behaviour,
+    check_benign,
+    check_metastasis,
     check_grade,
     check_side,
     check_site,
@@ -31,6 +33,8 @@ CHECKS: MappingProxyType[str, Check] = MappingProxyType(
     {
         "behaviour": check_behaviour,
         "type": check_type,
+        "metastasis": check_metastasis,
+        "benign": check_benign,
         "side": check_side,
         "site": check_site,
         "size": check_size,

@@ -82,10 +82,15 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for a, b in view.pairs(group):
             # one count per statement, stated in two sections (diagnosis and checklist, say):
             # counts listed within one section are usually of different node groups
-            if regions.get(a.statement) == regions.get(b.statement):
+            same_set = key == "positive" and _examined(counts, a) == _examined(counts, b) != 0
+            if regions.get(a.statement) == regions.get(b.statement) and not same_set:
                 continue
-            if "field" in a.note and "field" in b.note:
+            if "field" in a.note and "field" in b.note and not same_set:
                 continue
+            named = bool(a.target.name)  # same() made the names equal
+            totals = _is_total(view, a) and _is_total(view, b)
+            if not (same_set or named or totals):
+                continue  # which nodes an unnamed count is of is not certain
             if a.value != b.value:
                 yield conflict(
                     "node_counts",
@@ -152,6 +157,23 @@ def _all_nodes(view: CaseView, f: Fact) -> bool:
     )
 
 
+def _is_total(view: CaseView, f: Fact) -> bool:
+    """A count said of all the nodes: a checklist field or a sentence with "total"."""
+    if f.target.name:
+        return False
+    s = view.case.statement(f.statement)
+    return "field" in f.note or bool(_TOTAL.search(view.case.sentence(f.statement))) or (
+        s.label is not None and bool(_TOTAL.search(s.label))
+    )
+
+
+def _examined(counts: list[Fact], f: Fact) -> int:
+    """The examined count stated with a positive count (0 when none)."""
+    e = next((g for g in counts if g.key == "examined" and g.statement == f.statement
+              and g.start == f.start), None)
+    return int(e.value) if e is not None else 0
+
+
 def _covers(general: str, specific: str) -> bool:
     """"pelvic" covers "left pelvic"; "" (all nodes) covers every station."""
     return set(general.split()) <= set(specific.split())
@@ -161,6 +183,7 @@ def _same_scope(view: CaseView, a: Target, b: Target) -> bool:
     return view.same(Target("tumour", a.part), Target("tumour", b.part)) or a.part == b.part
 
 
+_SUM = re.compile(r"\b(?:in\s+total|total\s+of|altogether|overall|in\s+all)\b", re.I)
 _TOTAL = re.compile(r"\b(?:in\s+total|total|overall|altogether|summary|all\s+regional|regional\s+lymph)", re.I)
 
 
@@ -169,12 +192,7 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
     nodes in all than the groups hold, or — when the examined nodes add up exactly — another
     number of positive ones."""
     def is_total(f: Fact) -> bool:
-        if f.target.name:
-            return False
-        s = view.case.statement(f.statement)
-        return "field" in f.note or bool(_TOTAL.search(view.case.sentence(f.statement))) or (
-            s.label is not None and bool(_TOTAL.search(s.label))
-        )
+        return _is_total(view, f) and bool(_SUM.search(view.case.sentence(f.statement)))
 
     stations: dict[tuple[str | None, str], dict[str, Fact]] = {}
     for f in counts:

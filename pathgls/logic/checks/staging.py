@@ -95,7 +95,7 @@ EXTENT_RULES_OUT: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingPro
 #: organ → pT category prefix → structures (one of which) that category requires.
 EXTENT_REQUIRES: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "prostate": {"T3b": ("seminal vesicle",)},
+        "prostate": {"T3b": ("seminal vesicle",), "T3a": ("extraprostatic tissue", "bladder neck")},
         "urinary bladder": {"T2": ("muscularis propria",), "T3": ("perivesical tissue",)},
         "colon": {
             "T3": ("subserosa", "pericolorectal tissue"),

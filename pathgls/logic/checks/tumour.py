@@ -89,6 +89,79 @@ def _type_of(view: CaseView, f: Fact) -> bool:
     )
 
 
+def check_metastasis(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """Metastases of a tumour type the report never diagnoses ("metastatic melanoma" in the
+    nodes of a breast carcinoma), when the report names one primary tumour."""
+    if view.primaries != 1:
+        return
+    mains = [f for f in view.facts("type", kind="tumour") if _is_malignant(view, f)]
+    for m in view.facts("metastasis"):
+        for t in mains:
+            ok = _same_lineage(t.value, m.value)
+            if ok is None:
+                continue
+            if ok:
+                yield compared("metastasis", t, m)
+            else:
+                yield conflict("metastasis", w.type, t, m,
+                               f"metastatic {m.value} ('{view.text(m)}') but the tumour is "
+                               f"'{view.text(t)}'")
+            break
+
+
+def _same_lineage(a: str, b: str) -> bool | None:
+    """Whether two types share their lineage (carcinoma, melanoma, lymphoma, sarcoma, glial …):
+    an adenocarcinoma spreading from a urothelial carcinoma is odd, a melanoma is another tumour."""
+    from pathgls.text.case.vocab import vocabulary
+
+    fa, fb = vocabulary().family(a), vocabulary().family(b)
+    if fa is None or fb is None:
+        return None
+    la, lb = set(fa.split("/")[0].split("+")), set(fb.split("/")[0].split("+"))
+    return bool(la & lb)
+
+
+def _is_malignant(view: CaseView, f: Fact) -> bool:
+    return any(
+        g.slot == "behaviour" and g.start == f.start and g.value == "malignant"
+        for g in view.case.facts
+    )
+
+
+_MALIGNANT_ONLY = ("invasion", "extent")
+_MALIGNANT_WORDS = re.compile(
+    r"carcinoma|sarcoma|lymphoma|melanoma|malignan|cancer|metasta|neoplasm|tumou?r|blastoma|"
+    r"glioma|leukemia|myeloma|mesothelioma|seminoma",
+    re.I,
+)
+
+
+def check_benign(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """A report whose only diagnosis is benign, with findings only a malignancy has
+    (lymphovascular or perineural invasion, invasion of a structure, nodal metastases)."""
+    types = view.facts("type")
+    if not types or any(_is_malignant(view, t) for t in types):
+        return
+    if _MALIGNANT_WORDS.search(view.case.document.text):
+        return  # a malignancy is named somewhere, even where no type was read
+    benign = [t for t in types if any(
+        g.slot == "behaviour" and g.start == t.start and g.value == "benign" for g in view.case.facts
+    ) and t.target.kind == "tumour"]
+    if not benign or view.facts("metastasis"):
+        return
+    findings = [
+        f for f in view.case.facts
+        if f.certain and f.target.kind == "tumour" and f.value == "present"
+        and (f.slot in _MALIGNANT_ONLY and f.key != "vascular")
+    ]
+    findings += [f for f in view.facts("node_status") if f.value == "positive"]
+    for f in findings[:1]:
+        b = benign[0]
+        yield conflict("behaviour", w.behaviour, b, f,
+                       f"the diagnosis is benign ('{view.text(b)}') but '{view.text(f)}' is a "
+                       "finding of a malignancy")
+
+
 def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """Two tumour types for one tumour that cannot name the same tumour."""
     types = [f for f in view.facts("type", kind="tumour") if "mixed" not in f.note]
@@ -251,7 +324,12 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if a is not None and s is not None and a + b != s:
                 yield conflict("grade", w.grade, f, f, f"Gleason {a}+{b} is {a + b}, not {s}")
     for a, b in view.pairs(facts):
-        if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS:
+        gloss = (
+            "differentiation" in (a.key, b.key)
+            and a.key != b.key
+            and abs(a.start - b.start) <= 40
+        )
+        if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS and not gloss:
             continue  # "G2/G3", "grade II or III", "from grade II to III": one statement, a range
         organ = view.organ(a)
         if organ == "brain" and not (_summary(view, a) and _summary(view, b)):

@@ -97,10 +97,21 @@ class Context:
         return polarity(self.text, c, start, end, value_start=vs)
 
     def subject(self, pos: int, *, skip: frozenset[str] = frozenset()) -> Subject | None:
-        """The subject of a finding at ``pos`` (see :func:`subject_before`)."""
+        """The subject of a finding at ``pos`` (see :func:`subject_before`). A label that names
+        the specimen ("Lobectomy of the right upper lobe:", "Kidney, left:") is the specimen the
+        tumour is in, not another tissue."""
         c = self.clause(pos)
         label = self.label if not self.in_label(pos) else None
-        return subject_before(self.text, c.start, pos, label=label, skip=skip)
+        found = subject_before(self.text, c.start, pos, label=label, skip=skip)
+        if (
+            found is not None
+            and label is not None
+            and label[0] <= found.start < label[1]
+            and found.kind == "tissue"
+            and _SPECIMEN_LABEL.search(self.label_text)
+        ):
+            return None
+        return found
 
     @property
     def unknown_label(self) -> bool:
@@ -177,6 +188,11 @@ class Context:
 
 
 _WS = re.compile(r"\s+")
+_SPECIMEN_LABEL = re.compile(
+    r"\w+ectomy|biops|resection|excision|lobe\b|kidney|lung|breast|prostate|uterus|colon|"
+    r"rectum|bladder|ovary|pancreas|liver|brain|stomach|specimen",
+    re.I,
+)
 #: "In specimen D, the tumor …": a statement of one part in a section about several.
 _PART_LEAD = re.compile(
     r"\W*(?:in|for|within|regarding)\s+(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\b"

@@ -40,6 +40,7 @@ SLOTS = {
     "node_status": "positive/negative",
     "marker": "per marker: positive/negative/equivocal (key: marker; method in note)",
     "depth": "myometrial invasion as a fraction of the wall (0-1), or depth in mm",
+    "metastasis": "the tumour type that spread to the target (a node group, another organ)",
 }
 
 

@@ -214,6 +214,14 @@ def _extent_polarity(ctx: Context, start: int, m: re.Match[str]) -> str:
     return pol
 
 
+def _precursor(concept: str) -> bool:
+    """An in-situ or premalignant lesion ("ductal carcinoma in situ", "dysplasia")."""
+    from pathgls.text.case.vocab import vocabulary
+
+    term = vocabulary().diagnosis_terms.get(concept)
+    return term is not None and term.attributes.get("behavior") in ("in_situ", "premalignant")
+
+
 def _part_level(ctx: Context) -> bool:
     """Whether a subjectless statement speaks for its whole part: a diagnosis line under a part
     label, or any assertion of a report without parts."""
@@ -383,6 +391,10 @@ def read_presence(ctx: Context) -> None:
             continue  # "Segments of vasa deferentia, no tumor present": about what it names
         residual = "residual" in m.group().lower()
         invasive = "invasive" in m.group().lower()
+        if invasive and subject is not None and subject.kind == "lesion" and _precursor(subject.name) and not re.search(
+            r"\b(?:without|with\s+no|lacking)\s+(?:\w+\s+){0,2}$", ctx.text[max(ctx.start, m.start() - 30) : m.start()], re.I
+        ):
+            subject = None  # "DCIS, no invasive carcinoma identified": a claim about the specimen
         if invasive and (subject is None or subject.kind in ("tumour", "part")):
             tgt = (
                 ctx.target(subject, "tumour") if subject is not None else Target("tumour", ctx.part)

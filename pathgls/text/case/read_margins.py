@@ -42,6 +42,11 @@ _DISTANCE = re.compile(
     r"(?:[\w\-/]+\s+){0,3}?(?:margin|resection\s+line|inked\s+surface|ink)",
     re.I,
 )
+_CLOSEST_IS = re.compile(
+    r"(?:closest|nearest)\s+(?:[\w\-]+\s+){0,2}?margin\s+(?:is|was|measures|of|at)\s+"
+    r"(?:approximately\s+|about\s+)?(?P<v>\d{1,2}(?:\.\d{1,2})?)\s*(?P<u>cm|mm)\b",
+    re.I,
+)
 _DISTANCE_FIELD = re.compile(r"distance|clearance|closest|nearest", re.I)
 
 
@@ -144,6 +149,10 @@ def read_margins(ctx: Context) -> None:
             m.end(),
             target=Target("margin", ctx.part, name),
         )
+    for m in _CLOSEST_IS.finditer(text, ctx.start, ctx.end):
+        value = float(m.group("v")) / (10 if m.group("u").lower() == "mm" else 1)
+        ctx.add("margin_distance", "", round(value, 3), m.start(), m.end(),
+                target=Target("margin", ctx.part, "closest"))
     if (
         ctx.label is not None
         and _DISTANCE_FIELD.search(ctx.label_text)

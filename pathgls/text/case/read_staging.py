@@ -97,7 +97,7 @@ _N = (
     + r")"
 )
 _NODE = r"(?:lymph[\s\-]*nodes?|nodes?|LNs?)"
-_FRACTION = re.compile(r"(?<![\d./])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d./%])")
+_FRACTION = re.compile(r"(?<![\d./])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d/%]|\.\d)")
 _OF = re.compile(
     rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?P<t>{_N})\s+"
     rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,3}}?{_NODE}",
@@ -206,7 +206,11 @@ def read_nodes(ctx: Context) -> None:
     """Lymph-node counts (positive / examined) and status per station."""
     text = ctx.text
     lab = ctx.label_text
-    node_context = bool(re.search(_NODE, text[ctx.start : ctx.end], re.I)) or ctx.topic == "nodes"
+    node_context = (
+        bool(re.search(_NODE, text[ctx.start : ctx.end], re.I))
+        or ctx.topic == "nodes"
+        or bool(re.search(r"\bp?N[0-3][a-c]?\s*\(\s*\d{1,3}\s*/\s*\d{1,3}\s*\)", text[ctx.start : ctx.end]))
+    )
     if not node_context:
         return
     seen: list[tuple[int, int]] = []
@@ -238,14 +242,15 @@ def read_nodes(ctx: Context) -> None:
         if value and _count(value.group("n")) is not None:
             n = _count(value.group("n"))
             vs, ve = ctx.value_start + value.start("n"), ctx.value_start + value.end("n")
-            if _FIELD_POSITIVE.search(lab) and not _FIELD_EXAMINED.search(lab):
+            if _FIELD_POSITIVE.search(lab):
                 record(vs, ve, n, None, note="field")
             elif _FIELD_EXAMINED.search(lab):
                 record(vs, ve, None, n, note="field")
     for m in _FRACTION.finditer(text, ctx.start, ctx.end):
         p, t = int(m.group("p")), int(m.group("t"))
         window = text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 40)]
-        if not re.search(_NODE, window, re.I) and ctx.topic != "nodes":
+        after_pn = re.search(r"\bp?N[0-3][a-c]?\s*\(\s*$", text[max(ctx.start, m.start() - 12) : m.start()])
+        if not re.search(_NODE, window, re.I) and ctx.topic != "nodes" and not after_pn:
             continue
         if (
             re.search(r"\d\s*/\s*9\b|score|gleason|nottingham", window, re.I)

@@ -13,6 +13,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import PRESENT
+from pathgls.text.case.subjects import location_after
 from pathgls.text.case.vocab import vocabulary
 
 _TYPE_LABEL = re.compile(
@@ -84,8 +85,13 @@ def read_type(ctx: Context) -> None:
         if term is None or ctx.in_label(m.start()):
             continue
         behaviour = _BEHAVIOUR.get(term.attributes.get("behavior", ""))
-        if behaviour is None or "metastasis" in term.attributes.get("depends_on", ""):
-            continue  # "metastatic carcinoma" is where the tumour spread, not what it is
+        if behaviour is None:
+            continue
+        if "metastasis" in term.attributes.get("depends_on", "") or _METASTATIC.search(
+            text, max(ctx.start, m.start() - 12), m.start()
+        ):
+            _metastasis(ctx, m, term.concept)  # where the tumour spread, not what it is
+            continue
         c = ctx.clause(m.start())
         before = text[c.start : m.start()]
         copula = bool(_COPULA.search(before[-80:]))
@@ -134,6 +140,20 @@ def read_type(ctx: Context) -> None:
         ctx.add("behaviour", key, behaviour, m.start(), m.end(), target=target, note=note)
 
 
+_METASTATIC = re.compile(r"metastatic\s+$", re.I)
+
+
+def _metastasis(ctx: Context, m: re.Match[str], concept: str) -> None:
+    """"Metastatic melanoma in two axillary lymph nodes": what spread, and where."""
+    if ctx.polarity(m.start(), m.end()) != PRESENT:
+        return
+    primary = concept.removeprefix("metastatic ").strip()
+    subject = ctx.subject(m.start(), skip=frozenset({"tumour", "lesion"}))
+    where = subject or location_after(ctx.text, m.end(), ctx.clause(m.start()).end)
+    target = ctx.target(where, "part") if where is not None else Target("part", ctx.part)
+    ctx.add("metastasis", "", primary, m.start(), m.end(), target=target)
+
+
 def _body(ctx: Context) -> int:
     return ctx.value_start if ctx.value_start >= 0 else ctx.start
 
@@ -156,6 +176,7 @@ _GLEASON = re.compile(
     r"(?P<s2>\d{1,2}))?|(?P<s3>\d{1,2})(?!\s*[+%]))",
     re.I,
 )
+_TOTAL_SCORE = re.compile(r"\s*[\(,;]?\s*(?:total\s+|gleason\s+)?(?:score|sum)\s*(?:of|=|:)?\s*(?P<s>\d{1,2})\b", re.I)
 _GRADE_GROUP = re.compile(
     r"(?:(?:isup|who)\s*(?:/\s*(?:isup|who))?\s*)?grade\s+group\s*(?:is|of|[:=])?\s*(?P<n>[1-5])\b|"
     r"(?<![A-Za-z])GG\s*(?P<n2>[1-5])\b",
@@ -226,12 +247,13 @@ def read_grade(ctx: Context) -> None:
             return
         if _RANGE_BEFORE.search(text, max(ctx.start, m.start() - 30), m.start()):
             return  # "grade II or grade III", "from grade II to III", "ranges between 2 and 3"
+        named = key not in ("histologic", "two_tier", "differentiation", "nuclear")
         if (
             ctx.label is None
             and ctx.region not in ("diagnosis", "synoptic")
-            and not _near_tumour(ctx, m)
+            and not (named or _near_tumour(ctx, m))
         ):
-            return  # a grade in prose must be said of the tumour ("the tumour is grade 2")
+            return  # a generic grade in prose must be said of the tumour ("the tumour is grade 2")
         taken.append((m.start(), m.end()))
         subject = ctx.subject(m.start())
         target = ctx.target(subject, "tumour")
@@ -265,6 +287,9 @@ def read_grade(ctx: Context) -> None:
         a = m.group("a") or m.group("a2")
         b = m.group("b") or m.group("b2")
         s = m.group("s") or m.group("s2") or m.group("s3")
+        if a and b and not s:
+            total = _TOTAL_SCORE.match(text, m.end(), min(ctx.end, m.end() + 40))
+            s = total.group("s") if total else None
         if a and b:
             add("gleason", (int(a), int(b), int(s) if s else None), m)
         elif (
