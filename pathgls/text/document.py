@@ -204,8 +204,8 @@ _LEGEND = re.compile(
     re.I,
 )
 _LEGEND_INLINE = re.compile(
-    rf"(?:^|[\s(:])p?{_CATEGORY}\s*(?::|\s(?=tumou?r\s+(?:invades|extends|limited|confined|"
-    r"greater|more|less|involves|with|of|>|<)))\s*(?:single|multiple|no\b|tumou?r|regional|distant|"
+    rf"(?:^|[\s(:])p?{_CATEGORY}\s*(?::|\s(?=tumou?r\s*(?:invades|extends|limited|confined|"
+    r"greater|more|less|involves|with|of|>|<|≤|≥)))\s*(?:single|multiple|no\b|tumou?r|regional|distant|"
     r"metastas|invasion|invades|carcinoma|primary|cannot|more\s+than|less\s+than|greater|"
     r"limited|confined|extends|involvement)",
     re.I,

@@ -358,7 +358,7 @@ def _label_system(label: str) -> str | None:
 # --- size -------------------------------------------------------------------------------------
 
 _DIMS = re.compile(
-    r"(?P<d>\d{1,3}(?:\.\d{1,2})?)(?:\s*(?:cm|mm))?(?:\s*[x×X\*]\s*\d{1,3}(?:\.\d{1,2})?"
+    r"(?P<d>\d{1,3}(?:[.,]\d{1,2})?)(?:\s*(?:cm|mm))?(?:\s*[x×X\*]\s*\d{1,3}(?:[.,]\d{1,2})?"
     r"(?:\s*(?:cm|mm))?){0,2}\s*(?P<u>cm|mm|centimeters?|millimeters?|em)\b",
     re.I,
 )
@@ -369,6 +369,7 @@ _SIZE_LABEL = re.compile(
 )
 _NOT_TUMOUR_SIZE = re.compile(
     r"aggregate|fragments?|pieces?|specimen|cores?|portion|segment|length|thickness|depth|"
+    r"metasta\w*|nodules?|larger|largest\s+(?:nodule|focus|deposit)|additional|\bad\b|focus|foci|"
     r"distance|margin|away\s+from|from\s+the|to\s+the|weigh|ellipse|skin|cassettes?|"
     r"lymph\s+nodes?|nodes?|cyst|wall|kidney|lung|lobe|uterus|prostate|gland|bladder|ovary|"
     r"breast|pancreas|stomach|colon|liver|organ|resection|cuff|stump|ureter|vein|artery|"
@@ -387,7 +388,7 @@ _SIZE_CUE = re.compile(
     re.I,
 )
 _NOT_SIZE_NEAR = re.compile(
-    r"depth|thick|length|long\b|width|wide\b|distance|from\b|away|margin|deposit|aggregate|"
+    r"<|>|≤|≥|less\s+than|greater\s+than|more\s+than|up\s+to|proximity|approach|close|depth|thick|length|long\b|width|wide\b|distance|from\b|away|margin|deposit|aggregate|"
     r"fragment|specimen|portion|piece|node|metasta|satellite|second|other|additional|smaller|"
     r"separate|cyst|wall|invad|invasion|extends?|extension|within|to\s+the|cuff|ink",
     re.I,
@@ -439,7 +440,7 @@ def read_size(ctx: Context) -> None:
         return  # none, or several sizes: which is the tumour's is not certain
     m = found[0]
     unit = m.group("u").lower()
-    dims = [float(x) for x in re.findall(r"\d{1,3}(?:\.\d{1,2})?", m.group())]
+    dims = [float(x.replace(",", ".")) for x in re.findall(r"\d{1,3}(?:[.,]\d{1,2})?", m.group())]
     value = max(dims) / (10.0 if unit.startswith("m") else 1.0)
     subject = ctx.subject(m.start())
     target = Target("tumour", ctx.part)

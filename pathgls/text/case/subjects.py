@@ -140,12 +140,18 @@ def _name_before(text: str, start: int, floor: int, keep: int = 4) -> tuple[str,
 
 
 _TUMOUR = re.compile(
-    rf"(?<![A-Za-z])(?:the\s+|this\s+|a\s+)?(?:{OTHER_LESION}\s+)?"
+    rf"(?<![A-Za-z])(?P<pre>[A-Za-z\-]+\s+)?(?:the\s+|this\s+|a\s+)?(?:{OTHER_LESION}\s+)?"
     rf"(?:(?:primary|main|dominant|index|largest)\s+)?"
     rf"(?P<w>tumou?rs?|neoplasms?|carcinomas?|masse?s?|lesions?|cancers?|"
-    rf"nodules?|neoplastic\s+cells|tumou?r\s+cells|malignant\s+cells|foci|focus)"
-    rf"(?![A-Za-z])",
+    rf"nodules?|neoplastic\s+cells|tumou?r\s+cells|malignant\s+cells)"
+    rf"(?!\s+(?:focus|foci|nodules?|deposits?)\b)(?![A-Za-z])",
     re.I,
+)
+#: Words before "tumour" that keep it the tumour ("the primary tumor", "invasive carcinoma").
+_TUMOUR_PRE = frozenset(
+    "the this a an primary main dominant index largest residual invasive infiltrating "
+    "malignant viable entire whole of in with and by no without for that which is are was "
+    "were shows show showing contains no identified".split()
 )
 #: Diagnosis names that name no particular type: "the carcinoma" is the tumour.
 GENERIC_CONCEPTS = frozenset(
@@ -233,7 +239,10 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         found.append(Subject("part", m.group("p").upper(), m.start(), m.end()))
     for m in _TUMOUR.finditer(text, start, end):
         w = m.group("w").lower()
-        other = bool(re.match(rf"(?:the\s+|this\s+|a\s+)?(?:{OTHER_LESION})\b", m.group(), re.I))
+        other = bool(re.search(rf"\b(?:{OTHER_LESION})\s+(?:\w+\s+)?$", m.group()[: m.start("w") - m.start()], re.I))
+        pre = (m.group("pre") or "").strip().lower()
+        if pre and pre not in _TUMOUR_PRE and not re.fullmatch(r"the|this|a|an", pre):
+            other = True  # "interstitial cell tumor", "granular cell tumor": another lesion
         kind = "tumour"
         found.append(Subject(kind, w, m.start("w"), m.end(), other=other))
     for m in _BACKGROUND.finditer(text, start, end):
