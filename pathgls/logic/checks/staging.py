@@ -252,68 +252,71 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 yield compared("stage_extent", s, d)
 
 
-def _positives(view: CaseView, n: Fact) -> tuple[int | None, list[Fact]]:
-    """Positive regional nodes the report states for the tumour of ``n``: the stated total, or
-    the sum over stations; None when no count is stated."""
-    counts = [
-        f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note
-    ]
-    status = [f for f in view.facts("node_status", kind="nodes")]
+_OTHER_ORGAN_STAGE = re.compile(
+    r"\((?:for\s+)?(?P<o>prostate|bladder|kidney|lung|breast|colon|uterus|ovary|cervix)\b", re.I
+)
+
+
+def _node_evidence(view: CaseView) -> tuple[list[Fact], list[Fact], Fact | None]:
+    """Positive counts > 0 (certain, whole groups), zero counts, and an explicit total or an
+    all-negative statement ("all nodes negative", "Regional lymph nodes: 0/14")."""
+    counts = [f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note]
+    status = view.facts("node_status", kind="nodes")
     if any(_ITC.search(view.case.sentence(f.statement)) for f in counts + status):
-        return None, []
-    by_station: dict[tuple[str | None, str], Fact] = {}
-    for f in counts:
-        k = (f.target.part, f.target.name)
-        if k not in by_station or f.value > by_station[k].value:
-            by_station[k] = f
-    if not by_station:
-        neg = [f for f in status if f.value == "negative" and not f.target.name]
-        return (0, neg[:1]) if neg else (None, [])
-    totals = [f for (p, name), f in by_station.items() if not name]
-    if totals:
-        best = max(totals, key=lambda f: f.value)
-        return int(best.value), [best]
-    return sum(int(f.value) for f in by_station.values()), list(by_station.values())
+        return [], [], None
+    positive = [f for f in counts if int(f.value) > 0]
+    positive += [f for f in status if f.value == "positive" and "status" in f.note]
+    zeros = [f for f in counts if int(f.value) == 0]
+    total = next(
+        (f for f in counts if not f.target.name and ("field" in f.note or _TOTAL_WORDS.search(
+            view.case.sentence(f.statement)))),
+        None,
+    )
+    if total is None:
+        total = next((f for f in status if f.value == "negative" and not f.target.name and _ALL_NEG.search(
+            view.case.sentence(f.statement))), None)
+    return positive, zeros, total
+
+
+_TOTAL_WORDS = re.compile(r"\b(?:total|regional|all|overall)\b", re.I)
+_ALL_NEG = re.compile(r"\ball\b|\bno\s+(?:regional\s+)?(?:lymph\s+node|nodal)\s+metasta", re.I)
 
 
 def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """pN0 against a positive node; pN1+ against nodes all negative; pN against the count."""
     n_facts = view.facts("stage", kind="tumour", key="N")
-    if not n_facts:
+    if not n_facts or view.primaries > 1:
         return
-    positive, evidence = _positives(view, n_facts[0])
-    if positive is None or not evidence:
-        return
+    positive, zeros, total = _node_evidence(view)
     for n in n_facts:
         cat = str(n.value)
         if cat.startswith("NX") or _ITC.search(cat) or "prefix=y" in n.note:
             continue
+        other = _OTHER_ORGAN_STAGE.search(view.case.sentence(n.statement))
         organ = view.organ(n)
-        ev = evidence[0]
-        if cat.startswith("N0") and positive > 0:
-            yield conflict(
-                "stage_nodes",
-                w.stage_nodes,
-                n,
-                ev,
-                f"p{cat} with {positive} positive lymph node(s)",
-            )
-        elif not cat.startswith("N0") and positive == 0:
-            yield conflict(
-                "stage_nodes", w.stage_nodes, n, ev, f"p{cat} with no positive lymph node"
-            )
-        else:
-            table = NODE_COUNTS.get(organ or "", {})
-            key = _match(cat, table)
-            if key is not None and key == cat:
-                lo, hi = table[key]
-                if positive < lo or (hi is not None and positive > hi):
-                    yield conflict(
-                        "stage_nodes",
-                        w.stage_nodes,
-                        n,
-                        ev,
-                        f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} "
-                        f"positive nodes, the report counts {positive}",
-                    )
-                    continue
-            yield compared("stage_nodes", n, ev)
+        if other and organ and other.group("o").lower() not in organ:
+            continue  # "AJCC staging (prostate)" in a cystectomy: another tumour's stage
+        if cat.startswith("N0"):
+            if positive:
+                ev = positive[0]
+                yield conflict("stage_nodes", w.stage_nodes, n, ev,
+                               f"p{cat} but positive lymph nodes ('{view.text(ev)}')")
+            continue
+        if total is not None and total.slot == "nodes" and int(total.value) == 0 and not positive:
+            yield conflict("stage_nodes", w.stage_nodes, n, total, f"p{cat} with no positive lymph node")
+            continue
+        if total is None or total.slot != "nodes":
+            continue
+        count = int(total.value)
+        table = NODE_COUNTS.get(organ or "", {})
+        key = _match(cat, table)
+        if key is not None and key == cat:
+            lo, hi = table[key]
+            if count < lo or (hi is not None and count > hi):
+                yield conflict(
+                    "stage_nodes", w.stage_nodes, n, total,
+                    f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} positive nodes, "
+                    f"the report counts {count}",
+                )
+                continue
+        yield compared("stage_nodes", n, total)
