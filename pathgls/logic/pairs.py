@@ -40,13 +40,13 @@ class LogicPair:
 def support_pairs(case: Case) -> Iterator[tuple[int, int]]:
     """Finding statements against the type statement of the same tumour."""
     view = CaseView(case)
-    types = view.facts("type", kind="tumour")
+    types = view.facts("type", kind="tumour") or view.facts("mention", kind="tumour")
     for f in case.facts:
         if not f.certain or f.slot not in FINDING_SLOTS or f.target.kind != "tumour":
             continue
         for t in types:
-            if f.statement != t.statement and view.same(f.target, t.target):
-                yield f.statement, t.statement
+            if view.same(f.target, t.target):
+                yield f.statement, t.statement  # the same statement too: "Adenocarcinoma, G2"
                 break
 
 
@@ -74,6 +74,6 @@ def case_pairs(
             return pairs
     if with_model or not pairs:
         for a, b in support_pairs(case):
-            if not add(a, b, "finding->diagnosis"):
+            if not add(a, b, "within-statement" if a == b else "finding->diagnosis"):
                 return pairs
     return pairs

@@ -199,7 +199,8 @@ _CATEGORY = r"(?:\(?[ypr]{0,2}p?(?:T(?:is|[0-4]|X)[a-d]?|N[0-3X][a-c]?|M[01X][a-
 _LEGEND = re.compile(
     rf"^[ \t_\[\]\(\)xX✓\-]*{_CATEGORY}\s*(?:\([^)]{{0,40}}\))?\s*[:=\-–]\s*"
     r"(?:no\b|tumou?r|regional|distant|metastas|invasion|invades|carcinoma|primary|"
-    r"cannot|not|more\s+than|less\s+than|greater|limited|confined|extends|involvement|"
+    r"cannot|not|more\s+than|less\s+than|greater|limited|confined|extends|involvement|organ|"
+    r"extra\w+|seminal|extension|bilateral|unilateral|involves|invasion|"
     r"[<>≤≥]|\d)",
     re.I,
 )
@@ -668,7 +669,7 @@ _FINDING_WORDS = re.compile(
 def _names_specimen(rest: str) -> bool:
     """Whether the text after a label reads like a specimen title ("Kidney, left, nephrectomy"),
     not like a finding of a lettered list ("B. No perineural invasion is seen.")."""
-    parts = re.split(r"([:\n]|\s-\s|\s—\s)", rest, maxsplit=1)
+    parts = re.split(r"([:\n]|\s-\s|\s—\s|\.\s)", rest, maxsplit=1)
     head = parts[0][:100]
     if len(head.split()) > 14 or _VERB.search(head) or _FINDING_WORDS.search(head):
         return False
@@ -770,8 +771,14 @@ def _statements(text: str, start: int, end: int) -> Iterator[tuple[int, int, str
     if fm and _is_label(fm.group("label")):
         label = " ".join(fm.group("label").strip(" *#").split())
         vs = fm.start("value") if fm.group("value") else end
-        yield a, _rstrip(text, a, end), label, vs
-        return
+        sentences = split_sentences(flat, start=vs, end=end) if vs < end else []
+        if len(sentences) <= 1:
+            yield a, _rstrip(text, a, end), label, vs
+            return
+        # "Final diagnosis: Adenocarcinoma, … . Margins are negative. …": the label goes with
+        # its first sentence; the others are statements of their own
+        yield a, sentences[0][1], label, vs
+        a = sentences[1][0]
     for sa, sb in split_sentences(flat, start=a, end=end):
         fm = _FIELD.match(flat, sa, sb)
         if (

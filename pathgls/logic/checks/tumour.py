@@ -142,8 +142,14 @@ def check_benign(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     types = view.facts("type")
     if not types or any(_is_malignant(view, t) for t in types):
         return
-    if _MALIGNANT_WORDS.search(view.case.document.text):
-        return  # a malignancy is named somewhere, even where no type was read
+    node_statements = {f.statement for f in view.case.facts if f.slot in ("nodes", "node_status")}
+    doc = view.case.document
+    if any(
+        _MALIGNANT_WORDS.search(doc.statement_text(s))
+        for s in doc.statements
+        if s.index not in node_statements
+    ):
+        return  # a malignancy is named somewhere (outside the nodes), even where no type was read
     benign = [t for t in types if any(
         g.slot == "behaviour" and g.start == t.start and g.value == "benign" for g in view.case.facts
     ) and t.target.kind == "tumour"]

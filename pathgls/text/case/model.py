@@ -41,6 +41,7 @@ SLOTS = {
     "marker": "per marker: positive/negative/equivocal (key: marker; method in note)",
     "depth": "myometrial invasion as a fraction of the wall (0-1), or depth in mm",
     "metastasis": "the tumour type that spread to the target (a node group, another organ)",
+    "mention": "a malignant diagnosis named, not stated as the diagnosis (pairs only)",
 }
 
 

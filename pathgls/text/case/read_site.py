@@ -89,7 +89,7 @@ _FIELD = re.compile(
 )
 _LOCATED = re.compile(
     r"\b(?:located|situated|centered|centred|arising|arises|lies|found|present|seen)\s+(?:\w+\s+)?"
-    r"(?:in|within|at|on)\s+(?:the\s+)?$|\b(?:in|within)\s+(?:the\s+)?$",
+    r"(?:in|within|at|on)\s+(?:the\s+)?$|\b(?:in|within|of)\s+(?:the\s+)?$",
     re.I,
 )
 _SHOWS = re.compile(

@@ -258,11 +258,11 @@ def read_nodes(ctx: Context) -> None:
             and not re.search(_NODE, window, re.I)
         ):
             continue
-        if p <= t and t > 0:
+        if t > 0:
             record(m.start(), m.end(), p, t)
     for m in _OF.finditer(text, ctx.start, ctx.end):
         p, t = _count(m.group("p")), _count(m.group("t"))
-        if p is None or t is None or p > t:
+        if p is None or t is None:
             continue
         before = text[max(ctx.start, m.start() - 60) : m.start()]
         after = text[m.end() : min(ctx.end, m.end() + 60)]

@@ -109,9 +109,13 @@ def read_type(ctx: Context) -> None:
             )
             or bool(_COPULA.search(before[-80:]))
         )
-        if not principal or _ARISING.search(before[-40:]):
-            continue
         pol = ctx.polarity(m.start(), m.end())
+        if not principal or _ARISING.search(before[-40:]):
+            if pol == PRESENT and behaviour in ("malignant", "in_situ"):
+                # named, not stated as the diagnosis: an anchor for finding -> diagnosis pairs
+                ctx.add("mention", "", term.concept, m.start(), m.end(),
+                        target=Target("tumour", ctx.part))
+            continue
         if pol != PRESENT:
             continue
         concept = term.concept
