@@ -178,7 +178,8 @@ def read_margins(ctx: Context) -> None:
 
 
 _AFTER_INVOLVED = re.compile(
-    r"\s*(?:\([^)]{0,40}\)\s*)?(?::|-|,)?\s*(?:is\s+|are\s+|was\s+|were\s+)?(?:focally\s+|"
+    r"\s*(?:\([^)]{0,40}\)\s*)?(?:of\s+(?:resection|excision)\s+|\(?\w+\)?\s+(?=are\b|is\b))?"
+    r"(?::|-|,)?\s*(?:is\s+|are\s+|was\s+|were\s+)?(?:focally\s+|"
     r"extensively\s+|microscopically\s+)?(?P<w>positive|involved|present|with\s+(?:tumou?r|"
     r"carcinoma)|tumou?r\s+present|not\s+involved|uninvolved|negative|free|clear|close|widely\s+"
     r"free|no\s+(?:tumou?r|carcinoma|malignancy|neoplasm|dysplasia)|without\s+(?:tumou?r|"
