@@ -165,13 +165,16 @@ def logic_score(
     warnings += [w for w in case.document.warnings if w not in warnings]
     conflicts = la.conflicts
     checks = tuple(check_evidence(case, c) for c in conflicts)
-    extra = {"statements": case.document.kinds(), "silent": list(case.notes)}
+    kinds_read = case.document.kinds()
+    silent = tuple(case.notes)
     if not la.pairs:
         return ModuleScore(
             name="logic",
             value=None,
             missing_reason=_missing_reason(case),
-            evidence=LogicEvidence(n_pairs=0, nli=nli.name, checks=checks, extra=extra).to_dict(),
+            evidence=LogicEvidence(
+                n_pairs=0, nli=nli.name, checks=checks, statements=kinds_read, silent=silent
+            ).to_dict(),
             warnings=warnings,
         )
     if len(la.pairs) >= cfg.max_pairs:
@@ -192,7 +195,8 @@ def logic_score(
         nli=nli.name,
         pairs_by_kind=kinds,
         checks=checks,
-        extra=extra,
+        statements=kinds_read,
+        silent=silent,
     )
     return ModuleScore(
         name="logic",
