@@ -76,9 +76,8 @@ def main() -> None:
     per: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         per[(r["item"]["class"], r["item"]["kind"])].append(r)
-    print(
-        f"split {args.split}: {len(rows)} items on {len({(r['item']['source'], r['item']['base_id']) for r in rows})} reports"
-    )
+    n_reports = len({(r["item"]["source"], r["item"]["base_id"]) for r in rows})
+    print(f"split {args.split}: {len(rows)} items on {n_reports} reports")
     print(
         f"{'class':<12}{'contradictions detected':>26}{'new conflict':>14}{'controls flagged':>18}"
     )

@@ -108,18 +108,21 @@ def main() -> None:
     )
     rate = len(items) / elapsed
     print(
-        f"\n{len(items)} reports in {elapsed:.1f} s with {args.workers} workers: {rate:.1f} reports/s "
+        f"\n{len(items)} reports in {elapsed:.1f} s with {args.workers} workers: "
+        f"{rate:.1f} reports/s "
         f"(2,000 in {2000 / rate:.0f} s)"
     )
     worst = max(organs.items(), key=lambda kv: kv[1]) if organs else ("-", 0.0)
     print("\ntargets:")
     print(f"  flagged overall {overall:.1%} (≤ 3%): {'MET' if overall <= 0.03 else 'NOT MET'}")
     print(
-        f"  worst organ {worst[0]} {worst[1]:.1%} (≤ 5%): {'MET' if worst[1] <= 0.05 else 'NOT MET'}"
+        f"  worst organ {worst[0]} {worst[1]:.1%} (≤ 5%): "
+        f"{'MET' if worst[1] <= 0.05 else 'NOT MET'}"
     )
     print(f"  missing {missing:.1%} (≤ 10%): {'MET' if missing <= 0.10 else 'NOT MET'}")
     print(
-        f"  2,000 reports in {2000 / rate:.0f} s (≤ 120 s): {'MET' if 2000 / rate <= 120 else 'NOT MET'}"
+        f"  2,000 reports in {2000 / rate:.0f} s (≤ 120 s): "
+        f"{'MET' if 2000 / rate <= 120 else 'NOT MET'}"
     )
     if args.show:
         for r in real:

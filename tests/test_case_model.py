@@ -37,11 +37,38 @@ def facts(text: str, slot: str | None = None) -> list[tuple[str, str, str, objec
 @pytest.mark.parametrize(
     ("text", "labels"),
     [
-        ("A. Kidney, left, nephrectomy:\nRenal cell carcinoma.\nB. Lymph nodes, hilar:\nNegative.", ["A", "B"]),
-        ("(A) RIGHT KIDNEY:\nRENAL CELL CARCINOMA.\n{B) PARACAVAL LYMPH NODES:\nNO TUMOR.", ["A", "B"]),
-        ("1. Prostate, radical prostatectomy: adenocarcinoma.\n2. Lymph nodes, left pelvic: 0/4.", ["1", "2"]),
-        ("Part 1: Lung, right upper lobe, lobectomy\nAdenocarcinoma.\nPart 2: Lymph node, level 7\nNegative.", ["1", "2"]),
-        ("RIGHT DISTAL URETER (A):\n-NO TUMOR IDENTIFIED\nLEFT DISTAL URETER (B):\n-BENIGN URETER", ["A", "B"]),
+        (
+            (
+                "A. Kidney, left, nephrectomy:\nRenal cell carcinoma.\nB. Lymph nodes, "
+                "hilar:\nNegative."
+            ),
+            ["A", "B"],
+        ),
+        (
+            "(A) RIGHT KIDNEY:\nRENAL CELL CARCINOMA.\n{B) PARACAVAL LYMPH NODES:\nNO TUMOR.",
+            ["A", "B"],
+        ),
+        (
+            (
+                "1. Prostate, radical prostatectomy: adenocarcinoma.\n2. Lymph nodes, left pelvic: "
+                "0/4."
+            ),
+            ["1", "2"],
+        ),
+        (
+            (
+                "Part 1: Lung, right upper lobe, lobectomy\nAdenocarcinoma.\nPart 2: Lymph node, "
+                "level 7\nNegative."
+            ),
+            ["1", "2"],
+        ),
+        (
+            (
+                "RIGHT DISTAL URETER (A):\n-NO TUMOR IDENTIFIED\nLEFT DISTAL URETER (B):\n-BENIGN "
+                "URETER"
+            ),
+            ["A", "B"],
+        ),
         ("A.PANCREATIC DUCT MARGIN: NEGATIVE\nB.COMMON DUCT MARGIN: NEGATIVE", ["A", "B"]),
     ],
     ids=["letters", "ocr-brackets", "numbered", "part-word", "suffix", "run-together"],
@@ -74,9 +101,13 @@ def test_a_heading_inside_a_part_keeps_the_part_and_a_later_one_ends_it() -> Non
 @pytest.mark.parametrize(
     ("title", "region"),
     [
-        ("FINAL DIAGNOSIS", "diagnosis"), ("Dagnosis", "diagnosis"), ("DIAGN OSIS", "diagnosis"),
-        ("Clinical History", "history"), ("INTRAOPERATIVE CONSULTATION", "preliminary"),
-        ("Gross Description", "gross"), ("SYNOPTIC DATA-PRIMARY COLON AND RECTAL TUMORS", None),
+        ("FINAL DIAGNOSIS", "diagnosis"),
+        ("Dagnosis", "diagnosis"),
+        ("DIAGN OSIS", "diagnosis"),
+        ("Clinical History", "history"),
+        ("INTRAOPERATIVE CONSULTATION", "preliminary"),
+        ("Gross Description", "gross"),
+        ("SYNOPTIC DATA-PRIMARY COLON AND RECTAL TUMORS", None),
         ("Tumor size", None),
     ],
 )
@@ -87,8 +118,19 @@ def test_headings_name_regions_despite_ocr(title: str, region: str | None) -> No
 @pytest.mark.parametrize(
     ("text", "fragment", "kind"),
     [
-        ("pN0: No regional lymph node metastasis\npN1: Regional lymph node metastasis", "pN1", "legend"),
-        ("Regional Lymph Nodes (pN) pN1: Single regional lymph node metastasis in the true pelvis", "pN1", "legend"),
+        (
+            "pN0: No regional lymph node metastasis\npN1: Regional lymph node metastasis",
+            "pN1",
+            "legend",
+        ),
+        (
+            (
+                "Regional Lymph Nodes (pN) pN1: Single regional lymph node metastasis in the true "
+                "pelvis"
+            ),
+            "pN1",
+            "legend",
+        ),
         ("Lymph-vascular invasion: ___ Present ___ Absent", "Lymph-vascular", "legend"),
         ("Prior Malignancy History", "Prior", "form"),
         ("Primary Tumor Site Discrepancy", "Discrepancy", "form"),
@@ -96,10 +138,18 @@ def test_headings_name_regions_despite_ocr(title: str, region: str | None) -> No
         ("Margins: Cannot be assessed", "Margins", "not_specified"),
         ("CLINICAL HISTORY:\nRight kidney mass.", "kidney mass", "history"),
         ("The patient had a prior left mastectomy for carcinoma.", "prior", "history"),
-        ("Patients with glioma containing a methylated MGMT promoter respond better.", "Patients", "general"),
+        (
+            "Patients with glioma containing a methylated MGMT promoter respond better.",
+            "Patients",
+            "general",
+        ),
         ("Clinical correlation is recommended.", "correlation", "recommendation"),
         ("Consider molecular testing.", "Consider", "recommendation"),
-        ("The differential diagnosis includes metastatic carcinoma.", "differential", "differential"),
+        (
+            "The differential diagnosis includes metastatic carcinoma.",
+            "differential",
+            "differential",
+        ),
         ("Rule out lymphoma.", "Rule out", "differential"),
         ("If the margin is involved, re-excision would be advised.", "If", "recommendation"),
         ("Suspicious for lymphovascular invasion.", "Suspicious", "uncertain"),
@@ -129,7 +179,8 @@ def test_margin_node_and_tissue_statements_attach_to_their_own_targets() -> None
         "A. Kidney, left: clear cell renal cell carcinoma.\n"
         "Adrenal gland, no tumor present.\n"
         "Margins of resection free of tumor.\n"
-        "B. Lymph nodes, left pelvic: multiple left pelvic lymph nodes are negative for tumor (0/5)."
+        "B. Lymph nodes, left pelvic: multiple left pelvic lymph nodes are negative for tumor "
+        "(0/5)."
     )
     found = facts(text)
     assert ("part A · tissue adrenal gland", "presence", "", "absent") in found
@@ -154,17 +205,23 @@ def test_a_second_lesion_keeps_its_own_findings() -> None:
         "Invasive adenocarcinoma of the colon, 4 cm. Adjacent tubular adenoma with low-grade "
         "dysplasia without invasion."
     )
-    assert not [f for f in case.facts if f.slot == "behaviour" and f.value == "absent"
-                and f.target == Target("tumour", None)]
+    assert not [
+        f
+        for f in case.facts
+        if f.slot == "behaviour" and f.value == "absent" and f.target == Target("tumour", None)
+    ]
 
 
 def test_negation_covers_what_it_introduces_not_its_modifiers() -> None:
-    found = facts("Metastatic carcinoma in 2 of 14 lymph nodes with no extranodal extension of carcinoma.")
+    found = facts(
+        "Metastatic carcinoma in 2 of 14 lymph nodes with no extranodal extension of carcinoma."
+    )
     assert ("case · nodes", "finding", "extranodal extension", "absent") in found
     assert not [f for f in found if f[1] == "presence"]  # "of carcinoma" is not denied
     listed = facts("Invasive carcinoma without lymphovascular, perineural invasion or necrosis.")
     assert {(f[2], f[3]) for f in listed if f[1] in ("invasion", "finding")} >= {
-        ("perineural", "absent"), ("necrosis", "absent")
+        ("perineural", "absent"),
+        ("necrosis", "absent"),
     }
 
 
@@ -177,11 +234,15 @@ def test_hedges_and_gross_statements_never_enter_the_checks() -> None:
 
 
 def test_parts_name_the_tumour_of_the_case_only_when_one_part_holds_one() -> None:
-    one = build_case("A. Breast, left: invasive ductal carcinoma.\nB. Lymph node: negative (0/2).\n"
-                     "COMMENT: Lymphovascular invasion is present.")
+    one = build_case(
+        "A. Breast, left: invasive ductal carcinoma.\nB. Lymph node: negative (0/2).\n"
+        "COMMENT: Lymphovascular invasion is present."
+    )
     assert one.parts["A"].main == "invasive ductal carcinoma"
-    two = build_case("A. Breast, left: invasive ductal carcinoma.\nB. Breast, right: invasive lobular "
-                     "carcinoma.\nCOMMENT: Lymphovascular invasion is present.")
+    two = build_case(
+        "A. Breast, left: invasive ductal carcinoma.\nB. Breast, right: invasive lobular "
+        "carcinoma.\nCOMMENT: Lymphovascular invasion is present."
+    )
     assert any("2 parts name a tumour" in n for n in two.notes)
 
 
@@ -199,7 +260,7 @@ def test_the_case_model_as_json_and_on_the_command_line(tmp_path) -> None:
     data = json.loads(result.output)
     part = next(p for p in data["parts"] if p["part"] == "A")
     assert part["main_tumour"] == "clear cell renal cell carcinoma" and part["side"] == "left"
-    assert {"slot": "grade", "key": "fuhrman", "value": 2} .items() <= next(
+    assert {"slot": "grade", "key": "fuhrman", "value": 2}.items() <= next(
         f for f in part["facts"] if f["slot"] == "grade"
     ).items()
     assert data["checks"][0]["rule"] == "finding"

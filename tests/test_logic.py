@@ -31,73 +31,236 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
-    ("finding", "Perineural invasion is identified. The tumour measures 2 cm. No perineural invasion is seen."),
+    (
+        "finding",
+        (
+            "Perineural invasion is identified. The tumour measures 2 cm. No perineural invasion "
+            "is seen."
+        ),
+    ),
     ("finding", "Tumor necrosis is present. Tumor necrosis is not seen."),
-    ("finding", "Renal cell carcinoma.\nLymphatic (small vessel) invasion: Absent\nThe tumor shows lymphatic invasion."),
-    ("finding", "Prostatic adenocarcinoma.\nSeminal vesicle invasion: Not identified.\nThe tumor invades the seminal vesicle."),
-    ("finding", "Metastatic carcinoma in 2 of 9 lymph nodes with extranodal extension. No extracapsular spread in the involved lymph nodes."),
-    ("behaviour", "Ductal carcinoma in situ, no invasive carcinoma identified. Invasive ductal carcinoma measures 1.2 cm."),
-    ("behaviour", "Urothelial carcinoma confined to the urothelium, with no invasion of the lamina propria. Muscularis propria invasion is present."),
+    (
+        "finding",
+        (
+            "Renal cell carcinoma.\nLymphatic (small vessel) invasion: Absent\nThe tumor shows "
+            "lymphatic invasion."
+        ),
+    ),
+    (
+        "finding",
+        (
+            "Prostatic adenocarcinoma.\nSeminal vesicle invasion: Not identified.\nThe tumor "
+            "invades the seminal vesicle."
+        ),
+    ),
+    (
+        "finding",
+        (
+            "Metastatic carcinoma in 2 of 9 lymph nodes with extranodal extension. No "
+            "extracapsular spread in the involved lymph nodes."
+        ),
+    ),
+    (
+        "behaviour",
+        (
+            "Ductal carcinoma in situ, no invasive carcinoma identified. Invasive ductal carcinoma "
+            "measures 1.2 cm."
+        ),
+    ),
+    (
+        "behaviour",
+        (
+            "Urothelial carcinoma confined to the urothelium, with no invasion of the lamina "
+            "propria. Muscularis propria invasion is present."
+        ),
+    ),
     ("behaviour", "Invasive ductal carcinoma, 2.0 cm. The mass itself is a fibroadenoma."),
-    ("behaviour", "A. Right kidney, nephrectomy: clear cell renal cell carcinoma.\nB. Left kidney: renal cell carcinoma.\nNo neoplasm is present in part A."),
-    ("behaviour", "Fibroadenoma. Lymphovascular invasion is present. Two of ten lymph nodes are positive for carcinoma."),
-    ("type", "Histologic type: papillary renal cell carcinoma.\nComment: The tumor is a clear cell renal cell carcinoma."),
-    ("type", "Final diagnosis: squamous cell carcinoma of the lung.\nHistologic type: adenocarcinoma."),
-    ("metastasis", "Invasive ductal carcinoma of the breast. Metastatic melanoma in two axillary lymph nodes."),
-    ("side", "A. Kidney, left, radical nephrectomy: clear cell renal cell carcinoma.\nGROSS DESCRIPTION:\nA. Kidney, right, radical nephrectomy. The specimen consists of a kidney."),
-    ("side", "Invasive lobular carcinoma of the left breast. The lobular carcinoma is located in the right breast."),
-    ("site", "D. Lung, left upper lobe, lobectomy: adenocarcinoma.\nGROSS DESCRIPTION:\nD. Lung, left lower lobe, lobectomy."),
+    (
+        "behaviour",
+        (
+            "A. Right kidney, nephrectomy: clear cell renal cell carcinoma.\nB. Left kidney: renal "
+            "cell carcinoma.\nNo neoplasm is present in part A."
+        ),
+    ),
+    (
+        "behaviour",
+        (
+            "Fibroadenoma. Lymphovascular invasion is present. Two of ten lymph nodes are positive "
+            "for carcinoma."
+        ),
+    ),
+    (
+        "type",
+        (
+            "Histologic type: papillary renal cell carcinoma.\nComment: The tumor is a clear cell "
+            "renal cell carcinoma."
+        ),
+    ),
+    (
+        "type",
+        "Final diagnosis: squamous cell carcinoma of the lung.\nHistologic type: adenocarcinoma.",
+    ),
+    (
+        "metastasis",
+        "Invasive ductal carcinoma of the breast. Metastatic melanoma in two axillary lymph nodes.",
+    ),
+    (
+        "side",
+        (
+            "A. Kidney, left, radical nephrectomy: clear cell renal cell carcinoma.\nGROSS "
+            "DESCRIPTION:\nA. Kidney, right, radical nephrectomy. The specimen consists of a "
+            "kidney."
+        ),
+    ),
+    (
+        "side",
+        (
+            "Invasive lobular carcinoma of the left breast. The lobular carcinoma is located in "
+            "the right breast."
+        ),
+    ),
+    (
+        "site",
+        (
+            "D. Lung, left upper lobe, lobectomy: adenocarcinoma.\nGROSS DESCRIPTION:\nD. Lung, "
+            "left lower lobe, lobectomy."
+        ),
+    ),
     ("size", "Tumor size: 3.2 cm.\nComment: The tumour measures 5.5 cm in greatest dimension."),
     ("grade", "Adenocarcinoma, grade 1 (poorly differentiated)."),
     ("grade", "Prostatic adenocarcinoma, Gleason score 3+3=6 (Grade Group 4)."),
     ("grade", "Prostatic adenocarcinoma, Gleason 4+4 (total score 7)."),
-    ("grade", "Clear cell renal cell carcinoma, Fuhrman nuclear grade 3.\nComment: The tumor nuclei are small (Fuhrman grade 1)."),
+    (
+        "grade",
+        (
+            "Clear cell renal cell carcinoma, Fuhrman nuclear grade 3.\nComment: The tumor nuclei "
+            "are small (Fuhrman grade 1)."
+        ),
+    ),
     ("grade", "Glioblastoma, WHO grade II."),
     ("grade", "Invasive ductal carcinoma, Nottingham score 8/9.\nNottingham histologic grade: 1."),
     ("stage_size", "Invasive ductal carcinoma of the breast, 6.2 cm. Pathologic stage pT1c N0."),
-    ("stage_size", "Clear cell renal cell carcinoma.\nTumor size: 8.6 cm.\nPrimary tumor (pT): pT1b."),
+    (
+        "stage_size",
+        "Clear cell renal cell carcinoma.\nTumor size: 8.6 cm.\nPrimary tumor (pT): pT1b.",
+    ),
     ("stage_extent", "Prostatic adenocarcinoma, pT3a. The tumour is confined to the prostate."),
-    ("stage_extent", "Prostatic adenocarcinoma.\nExtraprostatic extension: Present.\nPathologic stage: pT2c."),
+    (
+        "stage_extent",
+        "Prostatic adenocarcinoma.\nExtraprostatic extension: Present.\nPathologic stage: pT2c.",
+    ),
     ("stage_extent", "Urothelial carcinoma of the bladder invading the muscularis propria, pT1."),
-    ("stage_nodes", "Colonic adenocarcinoma, pT3 pN0. Metastatic adenocarcinoma in 3 of 12 lymph nodes."),
-    ("stage_nodes", "Adenocarcinoma of the colon.\nNumber of lymph nodes involved: 0\nRegional lymph nodes: pN1"),
-    ("node_status", "Metastatic carcinoma in 3 of 15 axillary lymph nodes. No lymph node metastasis is identified."),
-    ("node_counts", "Two of 12 lymph nodes are positive for carcinoma. Lymph nodes: 4/12 involved."),
+    (
+        "stage_nodes",
+        "Colonic adenocarcinoma, pT3 pN0. Metastatic adenocarcinoma in 3 of 12 lymph nodes.",
+    ),
+    (
+        "stage_nodes",
+        (
+            "Adenocarcinoma of the colon.\nNumber of lymph nodes involved: 0\nRegional lymph "
+            "nodes: pN1"
+        ),
+    ),
+    (
+        "node_status",
+        (
+            "Metastatic carcinoma in 3 of 15 axillary lymph nodes. No lymph node metastasis is "
+            "identified."
+        ),
+    ),
+    (
+        "node_counts",
+        "Two of 12 lymph nodes are positive for carcinoma. Lymph nodes: 4/12 involved.",
+    ),
     ("node_counts", "Metastatic carcinoma in two of twenty-one lymph nodes. Lymph nodes: 5/21."),
     ("node_counts", "Metastatic carcinoma in 5 of 3 lymph nodes."),
     ("margin", "All margins are free of tumour. The deep margin is involved by carcinoma."),
     ("margin", "Carcinoma extends to the inked margin. The closest margin is 0.2 cm."),
-    ("margin", "Bronchial margin: negative.\nComment: invasive carcinoma is present at the bronchial resection margin."),
+    (
+        "margin",
+        (
+            "Bronchial margin: negative.\nComment: invasive carcinoma is present at the bronchial "
+            "resection margin."
+        ),
+    ),
     ("marker", "Tumour cells are positive for ER (90%). The carcinoma is ER-negative."),
-    ("marker", "Immunohistochemistry: c-Kit negative.\nThe tumor cells show strong reactivity for CD117."),
-    ("marker", "PMS2: normal expression.\nImmunohistochemistry shows complete loss of PMS2 staining in the carcinoma."),
+    (
+        "marker",
+        "Immunohistochemistry: c-Kit negative.\nThe tumor cells show strong reactivity for CD117.",
+    ),
+    (
+        "marker",
+        (
+            "PMS2: normal expression.\nImmunohistochemistry shows complete loss of PMS2 staining "
+            "in the carcinoma."
+        ),
+    ),
 ]
 
 SILENT = [
     "Lymphovascular invasion: present. Perineural invasion: not identified.",
     "VENOUS (LARGE VESSEL) INVASION (V): Present\nLYMPHATIC (SMALL VESSEL) INVASION (L): Absent",
     # another organ, side, part, station, structure
-    "Perineural invasion is present in the prostate. The seminal vesicles show no perineural invasion.",
+    (
+        "Perineural invasion is present in the prostate. The seminal vesicles show no perineural "
+        "invasion."
+    ),
     "Right breast: invasive ductal carcinoma. Left breast: fibroadenoma.",
     "Part A, core biopsy: invasive ductal carcinoma.\nPart B, re-excision: no residual carcinoma.",
     "Sentinel lymph node: 1/2 positive for metastatic carcinoma. Non-sentinel lymph nodes: 0/8.",
     "Invasive ductal carcinoma. No carcinoma is present at the inked margins.",
     "Endometrioid adenocarcinoma of the endometrium. The cervix is free of tumour. Leiomyoma.",
-    "Invasive ductal carcinoma of the left breast. Contralateral mastectomy: benign breast tissue, negative for carcinoma.",
-    "Metastatic carcinoma in the left pelvic lymph nodes, while the right pelvic lymph nodes show no tumour.",
-    "Multiple left pelvic lymph nodes are negative for tumor.\nMetastatic carcinoma in one of five right pelvic lymph nodes.",
-    "Left breast, mastectomy: invasive lobular carcinoma, 3 cm. The right breast shows fibrocystic change and no malignancy.",
-    "Serous carcinoma of the left ovary. The uterus, cervix and fallopian tubes are free of tumour.",
-    "Clear cell renal cell carcinoma of the kidney. The adrenal gland received with the kidney is free of carcinoma.",
-    "A. Kidney, left: renal cell carcinoma.\nAdrenal gland, no tumor present.\nMargins of resection free of tumor.",
-    "FIBROADIPOSE TISSUE AND SKELETAL MUSCLE, NO TUMOR SEEN.\nB. Lung, right upper lobe: squamous cell carcinoma.",
+    (
+        "Invasive ductal carcinoma of the left breast. Contralateral mastectomy: benign breast "
+        "tissue, negative for carcinoma."
+    ),
+    (
+        "Metastatic carcinoma in the left pelvic lymph nodes, while the right pelvic lymph nodes "
+        "show no tumour."
+    ),
+    (
+        "Multiple left pelvic lymph nodes are negative for tumor.\nMetastatic carcinoma in one of "
+        "five right pelvic lymph nodes."
+    ),
+    (
+        "Left breast, mastectomy: invasive lobular carcinoma, 3 cm. The right breast shows "
+        "fibrocystic change and no malignancy."
+    ),
+    (
+        "Serous carcinoma of the left ovary. The uterus, cervix and fallopian tubes are free of "
+        "tumour."
+    ),
+    (
+        "Clear cell renal cell carcinoma of the kidney. The adrenal gland received with the kidney "
+        "is free of carcinoma."
+    ),
+    (
+        "A. Kidney, left: renal cell carcinoma.\nAdrenal gland, no tumor present.\nMargins of "
+        "resection free of tumor."
+    ),
+    (
+        "FIBROADIPOSE TISSUE AND SKELETAL MUSCLE, NO TUMOR SEEN.\nB. Lung, right upper lobe: "
+        "squamous cell carcinoma."
+    ),
     "Squamous cell carcinoma of the lung.\n-Bronchial margin with no tumor seen.",
     "Colonic adenocarcinoma invading the muscularis propria. The serosa is free of tumour.",
-    "Invasive ductal carcinoma, 2 cm.\nSeparately submitted superior margin: no carcinoma identified.",
-    "A 2 cm nodule in the right upper lobe shows adenocarcinoma. The two smaller nodules show no tumour.",
+    (
+        "Invasive ductal carcinoma, 2 cm.\nSeparately submitted superior margin: no carcinoma "
+        "identified."
+    ),
+    (
+        "A 2 cm nodule in the right upper lobe shows adenocarcinoma. The two smaller nodules show "
+        "no tumour."
+    ),
     "Tubular adenoma with high-grade dysplasia. A second polyp shows no dysplasia.",
-    "Invasive adenocarcinoma of the colon. Adjacent mucosa with low-grade dysplasia without invasion.",
-    "Adenocarcinoma of the prostate with perineural invasion. The nerves at the margin are uninvolved by tumor.",
+    (
+        "Invasive adenocarcinoma of the colon. Adjacent mucosa with low-grade dysplasia without "
+        "invasion."
+    ),
+    (
+        "Adenocarcinoma of the prostate with perineural invasion. The nerves at the margin are "
+        "uninvolved by tumor."
+    ),
     # part of a set
     "Metastatic carcinoma in 3 of 15 axillary lymph nodes. The remaining lymph nodes are negative.",
     "The deep margin is involved by carcinoma. The other margins are free.",
@@ -107,24 +270,47 @@ SILENT = [
     "Invasive ductal carcinoma with associated ductal carcinoma in situ.",
     "The invasive ductal carcinoma is ER positive, while the metaplastic carcinoma is ER negative.",
     "The tumor cells are positive for CD20. The background lymphocytes are negative for CD20.",
-    "The carcinoma is positive for CK7. The adjacent non-neoplastic epithelium is negative for CK7.",
+    (
+        "The carcinoma is positive for CK7. The adjacent non-neoplastic epithelium is negative for "
+        "CK7."
+    ),
     "Suspicious for lymphovascular invasion. No definite lymphovascular invasion.",
     "Invasive ductal carcinoma, pT1c pN0(i+). Isolated tumour cells in one sentinel lymph node.",
     "Lung adenocarcinoma, 5.5 cm, pT2b (AJCC 7th edition).",
     "Metastatic carcinoma in 2 of 14 lymph nodes with no extranodal extension of carcinoma.",
     # legends, templates, form labels, "not specified", history, recommendations
-    "Prostatic adenocarcinoma, pT2c.\npT2: Organ confined\npT3a: Extraprostatic extension\npT3b: Seminal vesicle invasion",
-    "Colonic adenocarcinoma, 3 of 12 lymph nodes positive, pN1b.\npN0: No regional lymph node metastasis\npN1: Metastasis in 1-3 regional lymph nodes",
+    (
+        "Prostatic adenocarcinoma, pT2c.\npT2: Organ confined\npT3a: Extraprostatic "
+        "extension\npT3b: Seminal vesicle invasion"
+    ),
+    (
+        "Colonic adenocarcinoma, 3 of 12 lymph nodes positive, pN1b.\npN0: No regional lymph node "
+        "metastasis\npN1: Metastasis in 1-3 regional lymph nodes"
+    ),
     "Invasive carcinoma.\nLymph-vascular invasion: ___ Present ___ Absent",
-    "Clear cell renal cell carcinoma.\nPrior Malignancy History\nPerineural invasion: Not specified",
-    "Urothelial carcinoma, invasive.\nClinical history: prior biopsy showed carcinoma in situ only.",
-    "Glioblastoma, WHO grade IV.\nPatients with glioma containing a methylated MGMT promoter respond better to temozolomide.",
-    "Adenocarcinoma of the lung.\nConsider molecular testing; rule out metastatic colorectal carcinoma.",
+    (
+        "Clear cell renal cell carcinoma.\nPrior Malignancy History\nPerineural invasion: Not "
+        "specified"
+    ),
+    (
+        "Urothelial carcinoma, invasive.\nClinical history: prior biopsy showed carcinoma in situ "
+        "only."
+    ),
+    (
+        "Glioblastoma, WHO grade IV.\nPatients with glioma containing a methylated MGMT promoter "
+        "respond better to temozolomide."
+    ),
+    (
+        "Adenocarcinoma of the lung.\nConsider molecular testing; rule out metastatic colorectal "
+        "carcinoma."
+    ),
     "Invasive ductal carcinoma, 2.1 cm. Tumor size: 21 mm.",
 ]
 
 
-@pytest.mark.parametrize(("rule", "text"), FIRES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(FIRES)])
+@pytest.mark.parametrize(
+    ("rule", "text"), FIRES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(FIRES)]
+)
 def test_each_check_fires_on_its_contradiction(rule: str, text: str) -> None:
     assert rule in fired(text), (rule, fired(text))
 
@@ -199,7 +385,9 @@ def test_top_k_aggregation_is_the_published_one() -> None:
     k = math.ceil(0.3 * n)
     assert score.evidence["k"] == k == top_k(n, LogicConfig())
     assert score.value == pytest.approx(1 - np.mean(sorted(model, reverse=True)[:k]))
-    fixed = logic_score(report=REPORT, nli=FixedNLI(model), config=LogicConfig(top_k=1, checks=False))
+    fixed = logic_score(
+        report=REPORT, nli=FixedNLI(model), config=LogicConfig(top_k=1, checks=False)
+    )
     assert fixed.value == pytest.approx(1 - max(model))
     assert top_k(2, LogicConfig(top_k=5)) == 2 and top_k(1, LogicConfig()) == 1
 
@@ -248,7 +436,9 @@ def test_pairs_are_bounded_and_deterministic() -> None:
 
 
 def test_rules_backend_has_no_model_inside_a_report(rules: RulesNLI) -> None:
-    la = analyze_logic(report="Renal cell carcinoma. LVI: present. No lymphovascular invasion.", nli=rules)
+    la = analyze_logic(
+        report="Renal cell carcinoma. LVI: present. No lymphovascular invasion.", nli=rules
+    )
     assert la.model_probabilities is None and la.conflicts
 
 
@@ -265,7 +455,9 @@ def test_rules_backend_has_no_model_inside_a_report(rules: RulesNLI) -> None:
         ("All margins are involved by carcinoma.", "All margins are free of tumour.", "margin"),
     ],
 )
-def test_rules_nli_fires_symmetrically(rules: RulesNLI, premise: str, hypothesis: str, rule: str) -> None:
+def test_rules_nli_fires_symmetrically(
+    rules: RulesNLI, premise: str, hypothesis: str, rule: str
+) -> None:
     for p, h in ((premise, hypothesis), (hypothesis, premise)):
         assert rule in {x.rule for x in rules.explain(p, h)}, (p, h)
     probs = rules.contradiction([premise, hypothesis], [hypothesis, premise])
@@ -278,11 +470,15 @@ def test_rules_nli_fires_symmetrically(rules: RulesNLI, premise: str, hypothesis
         ("Lymphovascular invasion is present.", "Invasive ductal carcinoma."),
         ("ER positive.", "ER positive."),
         ("Suspicious for lymphovascular invasion.", "No lymphovascular invasion."),
-        ("Two of fourteen lymph nodes are positive for metastatic carcinoma.",
-         "The remaining lymph nodes are negative for metastatic carcinoma."),
+        (
+            "Two of fourteen lymph nodes are positive for metastatic carcinoma.",
+            "The remaining lymph nodes are negative for metastatic carcinoma.",
+        ),
     ],
 )
-def test_rules_nli_consistent_pairs_get_the_base(rules: RulesNLI, premise: str, hypothesis: str) -> None:
+def test_rules_nli_consistent_pairs_get_the_base(
+    rules: RulesNLI, premise: str, hypothesis: str
+) -> None:
     assert rules.explain(premise, hypothesis) == []
     assert rules.contradiction([premise], [hypothesis])[0] == rules.base_probability
 
@@ -299,7 +495,9 @@ def test_rules_input_checks(rules: RulesNLI) -> None:
 
 @pytest.fixture(scope="module")
 def references(shared_data: Path) -> list[str]:
-    with open(shared_data / "expert_scores" / "hare_expert_dev.tsv", newline="", encoding="utf-8") as fh:
+    with open(
+        shared_data / "expert_scores" / "hare_expert_dev.tsv", newline="", encoding="utf-8"
+    ) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     return list(dict.fromkeys(r["reference"] for r in rows))
 
@@ -318,7 +516,10 @@ BAD_INPUTS = [
     (b"   \n\t", "empty"),
     (b"\x93Invasive carcinoma\x94 with no lymphovascular invasion.", "cp1252"),
     ("Invasive ductal carcinoma. Lymphovascular invasion. " * 25_000, "truncat"),
-    ("<p>Diagnosis: <b>invasive ductal carcinoma</b></p><p>No lymphovascular invasion.</p>", "HTML"),
+    (
+        "<p>Diagnosis: <b>invasive ductal carcinoma</b></p><p>No lymphovascular invasion.</p>",
+        "HTML",
+    ),
     ("Das Gewebe zeigt ein invasives duktales Karzinom ohne Lymphgefäßinvasion.", "English"),
     ("肿瘤细胞异型性明显。诊断：浸润性导管癌。", "English"),
 ]
@@ -339,13 +540,28 @@ SHAPES = {
     "bullets": "- Invasive ductal carcinoma\n- LVI: present\n- LVI: absent\n- Margins: clear",
     "all caps OCR": "FINAL DIAGNOSIS: INVASIVE DUCTAL CARCINOMA. TUMOR NECROSIS IS PRESENT.\n"
     "TUMOR NECROSIS IS NOT SEEN. Negalive for malignancy in lymph nodes (0/3)",
-    "run-together words": "Invasiveductal carcinoma,grade3,withlymphovascular invasion.Margins negative",
-    "barcode junk": "III1111IIIIIIIII111 TCGA-XX-0000 ^^^ Ill 11li1III\nRenal cell carcinoma. LVI: present.",
-    "numbered parts": "1. Right breast: invasive carcinoma.\n2. Left breast: benign.\n3. Lymph nodes: 0/5.",
-    "flattened table": "Specimen | Diagnosis | Margin\nRight breast | IDC | involved\nRight breast | IDC | free",
-    "checklist without values": "Histologic Type:\nHistologic Grade:\nLymph-Vascular Invasion:\nMargins:",
-    "markdown labels": "**Diagnosis:** invasive ductal carcinoma\n**Necrosis:** none\n**Necrosis:** present",
-    "fifteen parts": "".join(f"{chr(65 + i)}. Lymph node, level {i}: one lymph node, negative (0/1).\n" for i in range(15)),
+    "run-together words": (
+        "Invasiveductal carcinoma,grade3,withlymphovascular invasion.Margins negative"
+    ),
+    "barcode junk": (
+        "III1111IIIIIIIII111 TCGA-XX-0000 ^^^ Ill 11li1III\nRenal cell carcinoma. LVI: present."
+    ),
+    "numbered parts": (
+        "1. Right breast: invasive carcinoma.\n2. Left breast: benign.\n3. Lymph nodes: 0/5."
+    ),
+    "flattened table": (
+        "Specimen | Diagnosis | Margin\nRight breast | IDC | involved\nRight breast | IDC | free"
+    ),
+    "checklist without values": (
+        "Histologic Type:\nHistologic Grade:\nLymph-Vascular Invasion:\nMargins:"
+    ),
+    "markdown labels": (
+        "**Diagnosis:** invasive ductal carcinoma\n**Necrosis:** none\n**Necrosis:** present"
+    ),
+    "fifteen parts": "".join(
+        f"{chr(65 + i)}. Lymph node, level {i}: one lymph node, negative (0/1).\n"
+        for i in range(15)
+    ),
 }
 
 
@@ -358,11 +574,16 @@ def test_report_shapes_give_a_defined_score(text: str, rules) -> None:
 def test_a_label_or_legend_never_carries_a_fired_check(rules) -> None:
     s = score_logic(SHAPES["checklist without values"], nli=rules)
     assert not s.evidence.get("checks")
-    legend = "Adenocarcinoma, pT2.\npT1: Tumor invades submucosa\npT3: Tumor invades through the muscularis propria"
+    legend = (
+        "Adenocarcinoma, pT2.\npT1: Tumor invades submucosa\n"
+        "pT3: Tumor invades through the muscularis propria"
+    )
     assert fired(legend) == []
 
 
-@pytest.mark.parametrize("text", ["", "   ", "Das Gewebe zeigt keine Auffälligkeiten.", "The slide is blurred."])
+@pytest.mark.parametrize(
+    "text", ["", "   ", "Das Gewebe zeigt keine Auffälligkeiten.", "The slide is blurred."]
+)
 def test_nothing_to_compare_is_missing_not_one(text: str, rules) -> None:
     s = score_logic(text, nli=rules)
     assert s.value is None and s.missing and "logic not scored" in s.missing_reason

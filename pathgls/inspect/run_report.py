@@ -357,9 +357,7 @@ def case_rows(report: str) -> list[dict[str, Any]]:
     from pathgls.text.case import build_case
 
     case = build_case(report)
-    fired = {
-        (f.statement, f.start) for c in run_checks(case) if c.conflict for f in (c.a, c.b)
-    }
+    fired = {(f.statement, f.start) for c in run_checks(case) if c.conflict for f in (c.a, c.b)}
     facts = sorted(
         (f for f in case.facts if f.certain and f.slot != "mention"),
         key=lambda f: ((f.statement, f.start) not in fired, f.statement, f.start),

@@ -19,8 +19,8 @@ from pathgls.logic.checks.staging import check_stage
 from pathgls.logic.checks.tumour import (
     check_behaviour,
     check_benign,
-    check_metastasis,
     check_grade,
+    check_metastasis,
     check_side,
     check_site,
     check_size,

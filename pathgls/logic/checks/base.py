@@ -91,16 +91,8 @@ class CaseView:
         """Parts (None: the case) whose statements speak of several tumours."""
         out: set[str | None] = set()
         for s in self.case.document.statements:
-            if s.is_assertion and s.region in (
-                "diagnosis",
-                "synoptic",
-                "comment",
-                "microscopic",
-                "gross",
-                "other",
-            ):
-                if _MULTI.search(self.case.document.statement_text(s)):
-                    out.add(s.part)
+            if s.is_assertion and _MULTI.search(self.case.document.statement_text(s)):
+                out.add(s.part)
         return frozenset(out)
 
     def carcinoma(self, t: Target) -> bool:

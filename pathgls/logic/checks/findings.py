@@ -22,9 +22,9 @@ def check_findings(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             for a, b in view.pairs(group):
                 if a.value == b.value:
                     continue
-                if view.multiple & {a.target.part, b.target.part} and a.target.kind == "tumour":
-                    if slot != "finding":
-                        continue
+                several = view.multiple & {a.target.part, b.target.part}
+                if several and a.target.kind == "tumour" and slot != "finding":
+                    continue
                 what = key if slot != "extent" else f"involvement of the {key}"
                 yield conflict(
                     "finding",
@@ -115,8 +115,10 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if not pos_b:
                 continue
             same_station = bool(a.target.name) and view.same(a.target, b.target)
-            all_nodes = _all_nodes(view, a) and _covers(a.target.name, b.target.name) and (
-                _same_scope(view, a.target, b.target) or a.target.part is None
+            all_nodes = (
+                _all_nodes(view, a)
+                and _covers(a.target.name, b.target.name)
+                and (_same_scope(view, a.target, b.target) or a.target.part is None)
             )
             if same_station or all_nodes:
                 yield conflict(
@@ -162,20 +164,28 @@ def _is_total(view: CaseView, f: Fact) -> bool:
     if f.target.name:
         return False
     s = view.case.statement(f.statement)
-    return "field" in f.note or bool(_TOTAL.search(view.case.sentence(f.statement))) or (
-        s.label is not None and bool(_TOTAL.search(s.label))
+    return (
+        "field" in f.note
+        or bool(_TOTAL.search(view.case.sentence(f.statement)))
+        or (s.label is not None and bool(_TOTAL.search(s.label)))
     )
 
 
 def _examined(counts: list[Fact], f: Fact) -> int:
     """The examined count stated with a positive count (0 when none)."""
-    e = next((g for g in counts if g.key == "examined" and g.statement == f.statement
-              and g.start == f.start), None)
+    e = next(
+        (
+            g
+            for g in counts
+            if g.key == "examined" and g.statement == f.statement and g.start == f.start
+        ),
+        None,
+    )
     return int(e.value) if e is not None else 0
 
 
 def _covers(general: str, specific: str) -> bool:
-    """"pelvic" covers "left pelvic"; "" (all nodes) covers every station."""
+    """ "pelvic" covers "left pelvic"; "" (all nodes) covers every station."""
     return set(general.split()) <= set(specific.split())
 
 
@@ -184,13 +194,16 @@ def _same_scope(view: CaseView, a: Target, b: Target) -> bool:
 
 
 _SUM = re.compile(r"\b(?:in\s+total|total\s+of|altogether|overall|in\s+all)\b", re.I)
-_TOTAL = re.compile(r"\b(?:in\s+total|total|overall|altogether|summary|all\s+regional|regional\s+lymph)", re.I)
+_TOTAL = re.compile(
+    r"\b(?:in\s+total|total|overall|altogether|summary|all\s+regional|regional\s+lymph)", re.I
+)
 
 
 def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> Iterator[Comparison]:
     """A stated total that the node groups cannot add up to: fewer positive (or examined)
     nodes in all than the groups hold, or — when the examined nodes add up exactly — another
     number of positive ones."""
+
     def is_total(f: Fact) -> bool:
         return _is_total(view, f) and bool(_SUM.search(view.case.sentence(f.statement)))
 
@@ -207,15 +220,31 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
     for t in (f for f in counts if is_total(f)):
         summed = sum_pos if t.key == "positive" else sum_exam
         if int(t.value) < summed:
-            yield conflict("node_counts", w.node_counts, t, first,
-                           f"{t.value} {t.key} nodes in all, but the groups add up to {summed}")
+            yield conflict(
+                "node_counts",
+                w.node_counts,
+                t,
+                first,
+                f"{t.value} {t.key} nodes in all, but the groups add up to {summed}",
+            )
         elif t.key == "positive" and int(t.value) != sum_pos:
-            exam = next((f for f in counts if f.key == "examined" and f.statement == t.statement
-                         and f.start == t.start), None)
+            exam = next(
+                (
+                    f
+                    for f in counts
+                    if f.key == "examined" and f.statement == t.statement and f.start == t.start
+                ),
+                None,
+            )
             if exam is not None and int(exam.value) == sum_exam:
-                yield conflict("node_counts", w.node_counts, t, first,
-                               f"{t.value} positive of {sum_exam} nodes in all, but the groups "
-                               f"({sum_exam} nodes) hold {sum_pos} positive")
+                yield conflict(
+                    "node_counts",
+                    w.node_counts,
+                    t,
+                    first,
+                    f"{t.value} positive of {sum_exam} nodes in all, but the groups "
+                    f"({sum_exam} nodes) hold {sum_pos} positive",
+                )
 
 
 _QUAL_OK = {("", ""), ("invasive", "invasive"), ("in situ", "in situ"), ("", "invasive")}

@@ -260,7 +260,9 @@ _OTHER_ORGAN_STAGE = re.compile(
 def _node_evidence(view: CaseView) -> tuple[list[Fact], list[Fact], Fact | None]:
     """Positive counts > 0 (certain, whole groups), zero counts, and an explicit total or an
     all-negative statement ("all nodes negative", "Regional lymph nodes: 0/14")."""
-    counts = [f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note]
+    counts = [
+        f for f in view.facts("nodes", kind="nodes", key="positive") if "partial" not in f.note
+    ]
     status = view.facts("node_status", kind="nodes")
     if any(_ITC.search(view.case.sentence(f.statement)) for f in counts + status):
         return [], [], None
@@ -268,13 +270,25 @@ def _node_evidence(view: CaseView) -> tuple[list[Fact], list[Fact], Fact | None]
     positive += [f for f in status if f.value == "positive" and "status" in f.note]
     zeros = [f for f in counts if int(f.value) == 0]
     total = next(
-        (f for f in counts if not f.target.name and ("field" in f.note or _TOTAL_WORDS.search(
-            view.case.sentence(f.statement)))),
+        (
+            f
+            for f in counts
+            if not f.target.name
+            and ("field" in f.note or _TOTAL_WORDS.search(view.case.sentence(f.statement)))
+        ),
         None,
     )
     if total is None:
-        total = next((f for f in status if f.value == "negative" and not f.target.name and _ALL_NEG.search(
-            view.case.sentence(f.statement))), None)
+        total = next(
+            (
+                f
+                for f in status
+                if f.value == "negative"
+                and not f.target.name
+                and _ALL_NEG.search(view.case.sentence(f.statement))
+            ),
+            None,
+        )
     return positive, zeros, total
 
 
@@ -287,7 +301,7 @@ def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     n_facts = view.facts("stage", kind="tumour", key="N")
     if not n_facts or view.primaries > 1:
         return
-    positive, zeros, total = _node_evidence(view)
+    positive, _zeros, total = _node_evidence(view)
     for n in n_facts:
         cat = str(n.value)
         if cat.startswith("NX") or _ITC.search(cat) or "prefix=y" in n.note:
@@ -299,11 +313,18 @@ def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if cat.startswith("N0"):
             if positive:
                 ev = positive[0]
-                yield conflict("stage_nodes", w.stage_nodes, n, ev,
-                               f"p{cat} but positive lymph nodes ('{view.text(ev)}')")
+                yield conflict(
+                    "stage_nodes",
+                    w.stage_nodes,
+                    n,
+                    ev,
+                    f"p{cat} but positive lymph nodes ('{view.text(ev)}')",
+                )
             continue
         if total is not None and total.slot == "nodes" and int(total.value) == 0 and not positive:
-            yield conflict("stage_nodes", w.stage_nodes, n, total, f"p{cat} with no positive lymph node")
+            yield conflict(
+                "stage_nodes", w.stage_nodes, n, total, f"p{cat} with no positive lymph node"
+            )
             continue
         if total is None or total.slot != "nodes":
             continue
@@ -314,7 +335,10 @@ def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             lo, hi = table[key]
             if count < lo or (hi is not None and count > hi):
                 yield conflict(
-                    "stage_nodes", w.stage_nodes, n, total,
+                    "stage_nodes",
+                    w.stage_nodes,
+                    n,
+                    total,
                     f"p{cat} ({organ}) means {lo}{'-' + str(hi) if hi else '+'} positive nodes, "
                     f"the report counts {count}",
                 )

@@ -103,9 +103,13 @@ def check_metastasis(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if ok:
                 yield compared("metastasis", t, m)
             else:
-                yield conflict("metastasis", w.type, t, m,
-                               f"metastatic {m.value} ('{view.text(m)}') but the tumour is "
-                               f"'{view.text(t)}'")
+                yield conflict(
+                    "metastasis",
+                    w.type,
+                    t,
+                    m,
+                    f"metastatic {m.value} ('{view.text(m)}') but the tumour is '{view.text(t)}'",
+                )
             break
 
 
@@ -150,22 +154,36 @@ def check_benign(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if s.index not in node_statements
     ):
         return  # a malignancy is named somewhere (outside the nodes), even where no type was read
-    benign = [t for t in types if any(
-        g.slot == "behaviour" and g.start == t.start and g.value == "benign" for g in view.case.facts
-    ) and t.target.kind == "tumour"]
+    benign = [
+        t
+        for t in types
+        if any(
+            g.slot == "behaviour" and g.start == t.start and g.value == "benign"
+            for g in view.case.facts
+        )
+        and t.target.kind == "tumour"
+    ]
     if not benign or view.facts("metastasis"):
         return
     findings = [
-        f for f in view.case.facts
-        if f.certain and f.target.kind == "tumour" and f.value == "present"
+        f
+        for f in view.case.facts
+        if f.certain
+        and f.target.kind == "tumour"
+        and f.value == "present"
         and (f.slot in _MALIGNANT_ONLY and f.key != "vascular")
     ]
     findings += [f for f in view.facts("node_status") if f.value == "positive"]
     for f in findings[:1]:
         b = benign[0]
-        yield conflict("behaviour", w.behaviour, b, f,
-                       f"the diagnosis is benign ('{view.text(b)}') but '{view.text(f)}' is a "
-                       "finding of a malignancy")
+        yield conflict(
+            "behaviour",
+            w.behaviour,
+            b,
+            f,
+            f"the diagnosis is benign ('{view.text(b)}') but '{view.text(f)}' is a "
+            "finding of a malignancy",
+        )
 
 
 def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
@@ -331,9 +349,7 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 yield conflict("grade", w.grade, f, f, f"Gleason {a}+{b} is {a + b}, not {s}")
     for a, b in view.pairs(facts):
         gloss = (
-            "differentiation" in (a.key, b.key)
-            and a.key != b.key
-            and abs(a.start - b.start) <= 40
+            "differentiation" in (a.key, b.key) and a.key != b.key and abs(a.start - b.start) <= 40
         )
         if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS and not gloss:
             continue  # "G2/G3", "grade II or III", "from grade II to III": one statement, a range

@@ -27,7 +27,8 @@ from pathgls.text.case.read_findings import (
     read_invasion,
     read_presence,
 )
-from pathgls.text.case.read_margins import read_margins, read_markers
+from pathgls.text.case.read_margins import read_margins
+from pathgls.text.case.read_markers import read_markers
 from pathgls.text.case.read_site import read_side, read_titles
 from pathgls.text.case.read_staging import read_nodes, read_stage
 from pathgls.text.case.read_tumour import read_grade, read_size, read_type
@@ -247,10 +248,10 @@ def _retarget(case: Case, f: Fact) -> Fact:
         and not f.target.name
         and f.target.part is not None
         and not labelled
+        and _NODE_TITLE.search(p.title)
     ):
-        if _NODE_TITLE.search(p.title):
-            station = clean_name(_NODE_TITLE.sub(" ", p.title))
-            return dataclasses.replace(f, target=Target("nodes", f.target.part, station))
+        station = clean_name(_NODE_TITLE.sub(" ", p.title))
+        return dataclasses.replace(f, target=Target("nodes", f.target.part, station))
     return f
 
 

@@ -23,7 +23,7 @@ TARGET_KINDS = ("tumour", "lesion", "part", "tissue", "margin", "nodes", "popula
 #: Slots and what their value is.
 SLOTS = {
     "type": "diagnosis concept of the lesion",
-    "behaviour": "malignant, in_situ, premalignant, benign, borderline (key: invasive for invasion)",
+    "behaviour": "malignant, in_situ, premalignant, benign, borderline (key invasive: invasion)",
     "presence": "present/absent: tumour in the target",
     "invasion": "present/absent per kind (lymphovascular, lymphatic, venous, vascular, perineural)",
     "extent": "present/absent per structure the tumour involves",

@@ -101,7 +101,9 @@ def read_findings(ctx: Context) -> None:
             else:
                 target = ctx.target(subject, "tumour")
                 if target.kind == "tumour" and ctx.organ == "prostate":
-                    ctx.add_polar("extent", "extraprostatic tissue", m.start(), m.end(), target=target)
+                    ctx.add_polar(
+                        "extent", "extraprostatic tissue", m.start(), m.end(), target=target
+                    )
                 continue
         if key == "extranodal extension":
             default = "nodes"
@@ -391,8 +393,16 @@ def read_presence(ctx: Context) -> None:
             continue  # "Segments of vasa deferentia, no tumor present": about what it names
         residual = "residual" in m.group().lower()
         invasive = "invasive" in m.group().lower()
-        if invasive and subject is not None and subject.kind == "lesion" and _precursor(subject.name) and not re.search(
-            r"\b(?:without|with\s+no|lacking)\s+(?:\w+\s+){0,2}$", ctx.text[max(ctx.start, m.start() - 30) : m.start()], re.I
+        if (
+            invasive
+            and subject is not None
+            and subject.kind == "lesion"
+            and _precursor(subject.name)
+            and not re.search(
+                r"\b(?:without|with\s+no|lacking)\s+(?:\w+\s+){0,2}$",
+                ctx.text[max(ctx.start, m.start() - 30) : m.start()],
+                re.I,
+            )
         ):
             subject = None  # "DCIS, no invasive carcinoma identified": a claim about the specimen
         if invasive and (subject is None or subject.kind in ("tumour", "part")):

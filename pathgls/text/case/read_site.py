@@ -98,7 +98,10 @@ _SHOWS = re.compile(
     r"demonstrates?|has)\b",
     re.I,
 )
-_PAIRED = r"breast|kidney|lung|ovary|ovaries|adrenal|testis|ureter|tube|adnexa|hemisphere|lobe|insula|frontal|temporal|parietal|occipital|cerebral|cerebellar|lateral\s+wall|axilla|pleura"
+_PAIRED = (
+    r"breast|kidney|lung|ovary|ovaries|adrenal|testis|ureter|tube|adnexa|hemisphere|lobe|insula|"
+    r"frontal|temporal|parietal|occipital|cerebral|cerebellar|lateral\s+wall|axilla|pleura"
+)
 
 
 def site_value(group: str, m: re.Match[str]) -> str:

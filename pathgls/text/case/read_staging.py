@@ -209,7 +209,11 @@ def read_nodes(ctx: Context) -> None:
     node_context = (
         bool(re.search(_NODE, text[ctx.start : ctx.end], re.I))
         or ctx.topic == "nodes"
-        or bool(re.search(r"\bp?N[0-3][a-c]?\s*\(\s*\d{1,3}\s*/\s*\d{1,3}\s*\)", text[ctx.start : ctx.end]))
+        or bool(
+            re.search(
+                r"\bp?N[0-3][a-c]?\s*\(\s*\d{1,3}\s*/\s*\d{1,3}\s*\)", text[ctx.start : ctx.end]
+            )
+        )
     )
     if not node_context:
         return
@@ -249,7 +253,9 @@ def read_nodes(ctx: Context) -> None:
     for m in _FRACTION.finditer(text, ctx.start, ctx.end):
         p, t = int(m.group("p")), int(m.group("t"))
         window = text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 40)]
-        after_pn = re.search(r"\bp?N[0-3][a-c]?\s*\(\s*$", text[max(ctx.start, m.start() - 12) : m.start()])
+        after_pn = re.search(
+            r"\bp?N[0-3][a-c]?\s*\(\s*$", text[max(ctx.start, m.start() - 12) : m.start()]
+        )
         if not re.search(_NODE, window, re.I) and ctx.topic != "nodes" and not after_pn:
             continue
         if (

@@ -113,8 +113,14 @@ def read_type(ctx: Context) -> None:
         if not principal or _ARISING.search(before[-40:]):
             if pol == PRESENT and behaviour in ("malignant", "in_situ"):
                 # named, not stated as the diagnosis: an anchor for finding -> diagnosis pairs
-                ctx.add("mention", "", term.concept, m.start(), m.end(),
-                        target=Target("tumour", ctx.part))
+                ctx.add(
+                    "mention",
+                    "",
+                    term.concept,
+                    m.start(),
+                    m.end(),
+                    target=Target("tumour", ctx.part),
+                )
             continue
         if pol != PRESENT:
             continue
@@ -148,7 +154,7 @@ _METASTATIC = re.compile(r"metastatic\s+$", re.I)
 
 
 def _metastasis(ctx: Context, m: re.Match[str], concept: str) -> None:
-    """"Metastatic melanoma in two axillary lymph nodes": what spread, and where."""
+    """ "Metastatic melanoma in two axillary lymph nodes": what spread, and where."""
     if ctx.polarity(m.start(), m.end()) != PRESENT:
         return
     primary = concept.removeprefix("metastatic ").strip()
@@ -180,7 +186,9 @@ _GLEASON = re.compile(
     r"(?P<s2>\d{1,2}))?|(?P<s3>\d{1,2})(?!\s*[+%]))",
     re.I,
 )
-_TOTAL_SCORE = re.compile(r"\s*[\(,;]?\s*(?:total\s+|gleason\s+)?(?:score|sum)\s*(?:of|=|:)?\s*(?P<s>\d{1,2})\b", re.I)
+_TOTAL_SCORE = re.compile(
+    r"\s*[\(,;]?\s*(?:total\s+|gleason\s+)?(?:score|sum)\s*(?:of|=|:)?\s*(?P<s>\d{1,2})\b", re.I
+)
 _GRADE_GROUP = re.compile(
     r"(?:(?:isup|who)\s*(?:/\s*(?:isup|who))?\s*)?grade\s+group\s*(?:is|of|[:=])?\s*(?P<n>[1-5])\b|"
     r"(?<![A-Za-z])GG\s*(?P<n2>[1-5])\b",

@@ -149,9 +149,43 @@ _TUMOUR = re.compile(
 )
 #: Words before "tumour" that keep it the tumour ("the primary tumor", "invasive carcinoma").
 _TUMOUR_PRE = frozenset(
-    "the this a an primary main dominant index largest residual invasive infiltrating "
-    "malignant viable entire whole of in with and by no without for that which is are was "
-    "were shows show showing contains no identified".split()
+    {
+        "the",
+        "this",
+        "a",
+        "an",
+        "primary",
+        "main",
+        "dominant",
+        "index",
+        "largest",
+        "residual",
+        "invasive",
+        "infiltrating",
+        "malignant",
+        "viable",
+        "entire",
+        "whole",
+        "of",
+        "in",
+        "with",
+        "and",
+        "by",
+        "no",
+        "without",
+        "for",
+        "that",
+        "which",
+        "is",
+        "are",
+        "was",
+        "were",
+        "shows",
+        "show",
+        "showing",
+        "contains",
+        "identified",
+    }
 )
 #: Diagnosis names that name no particular type: "the carcinoma" is the tumour.
 GENERIC_CONCEPTS = frozenset(
@@ -239,7 +273,11 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         found.append(Subject("part", m.group("p").upper(), m.start(), m.end()))
     for m in _TUMOUR.finditer(text, start, end):
         w = m.group("w").lower()
-        other = bool(re.search(rf"\b(?:{OTHER_LESION})\s+(?:\w+\s+)?$", m.group()[: m.start("w") - m.start()], re.I))
+        other = bool(
+            re.search(
+                rf"\b(?:{OTHER_LESION})\s+(?:\w+\s+)?$", m.group()[: m.start("w") - m.start()], re.I
+            )
+        )
         pre = (m.group("pre") or "").strip().lower()
         if pre and pre not in _TUMOUR_PRE and not re.fullmatch(r"the|this|a|an", pre):
             other = True  # "interstitial cell tumor", "granular cell tumor": another lesion

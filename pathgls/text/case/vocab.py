@@ -201,7 +201,10 @@ OTHER_POPULATIONS = (
     r"neurons?|axons|hepatocytes|urothelium|surface\s+epithelium|squamous\s+epithelium"
 )
 #: Ordinal words that point to another lesion than "the" tumour.
-OTHER_LESION = r"second|another|additional|separate|smaller|satellite|other|distinct|third|two|multiple|several"
+OTHER_LESION = (
+    r"second|another|additional|separate|smaller|satellite|other|distinct|third|two|multiple|"
+    r"several"
+)
 
 #: Words that say a part (or report) holds several tumours ("two nodules", "a separate
 #: focus of …", "tumor #2", "multifocal").

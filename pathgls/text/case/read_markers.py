@@ -1,0 +1,231 @@
+"""Reader of IHC markers: a result (positive / negative / equivocal) per canonical marker (the
+lexicon's synonyms: c-Kit = CD117, ER = estrogen receptor) and per population — the tumour cells,
+or lymphocytes, background, a control — with the method for HER2 (IHC score, ISH). A result of
+part of the tumour ("areas", "a subset") is kept but not compared.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pathgls.text.case.context import Context
+from pathgls.text.case.model import Target
+from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
+from pathgls.text.case.subjects import Subject
+from pathgls.text.case.vocab import vocabulary
+
+# ----------------------------------------------------------------------------------
+
+_RESULT_AFTER = re.compile(
+    r"\s*(?:\([^)]{0,30}\)\s*)?(?:antibody\s+|protein\s+|immunostain\s+|stain(?:s|ing)?\s+|"
+    r"expression\s+|immunoreactivity\s+|status\s+|receptors?\s+|score\s+)?"
+    r"(?:(?:is|are|was|were|shows?|showed|demonstrates?)\s+)?(?:[:=\-]\s*)?"
+    r"(?:(?:strongly|diffusely|focally|weakly|patchy|strong|diffuse|focal|weak)\s+(?:and\s+\w+\s+)?)?"
+    r"(?P<r>positive|negative|reactive|non-?reactive|unreactive|"
+    r"(?:is\s+|are\s+)?not\s+(?:expressed|detected|identified|present|reactive)|expressed|"
+    r"retained|intact|preserved|normal(?:\s+expression)?|lost|loss|absent|present|equivocal|"
+    r"indeterminate|(?:score\s*)?[0-3]\s*\+|(?:score\s*)?0\b|\+(?![\d])|\(\s*\+\s*\)|"
+    r"-(?=\s|,|;|\)|$)|\(\s*-\s*\)|amplified|not\s+amplified|non-?amplified|overexpressed|"
+    r"(?P<pct><?\s*\d{1,3}(?:\.\d)?\s*%))",
+    re.I,
+)
+_RESULT_BEFORE = re.compile(
+    r"(?P<r>(?P<neg>negative|non-?reactive|unreactive|loss\s+of|lost|absence\s+of|absent|"
+    r"lack(?:s|ing)?(?:\s+of)?|no|do(?:es)?\s+not\s+(?:express|stain\s+(?:for|with))|"
+    r"(?:is|are)\s+not\s+(?:immuno)?reactive)|positive|immunoreactive|reactive|"
+    r"stain(?:s|ed)?(?:\s+(?:strongly|diffusely|focally|weakly))?|express(?:es|ing)|"
+    r"(?:(?:strong|weak|diffuse|focal|patchy|nuclear|cytoplasmic|membranous)\s+)*(?:positivity|"
+    r"reactivity|immunoreactivity|staining|expression|labell?ing))"
+    r"(?:\s+(?:nuclear|cytoplasmic|membranous))?(?:\s+(?:staining|expression|immunoreactivity))?"
+    r"\s*(?:for|of|with|by)?\s*(?:the\s+)?(?:[\w\-/()]+(?:,\s*|\s+(?:and|or|as\s+well\s+as)\s+|"
+    r"\s+)){0,6}$",
+    re.I,
+)
+_PERFORMED = re.compile(
+    r"\b(?:(?:are|were|was|is|be|been)\s+(?:performed|ordered|obtained|done|requested|pending|"
+    r"attempted|examined|evaluated|reviewed)|will\s+be\s+(?:performed|reported)|to\s+be\s+performed|"
+    r"stained\s+sections)\b",
+    re.I,
+)
+_VARIANT = re.compile(
+    r"[\s\-]*(?:v(?:iii|3)\b|wt\b|wild[\s\-]type|mutant|mutation|exon|del\b)", re.I
+)
+#: Part of the tumour, not all of it: results of a component are not the tumour's.
+_SUBPOPULATION = re.compile(
+    r"\b(?:areas?|components?|foci|focus|regions?|nodules?|subset|subpopulation|some|many\s+of|"
+    r"occasional|scattered|rare|few|most|majority|minority|portions?|spindle|epithelioid|larger|"
+    r"smaller|distinct|other|mostly|partly|partially)\b",
+    re.I,
+)
+#: Lexicon concepts that group several different stains (PAS, trichrome, …): never compared.
+_GROUPS = frozenset({"special stains"})
+_POS = {
+    "positive",
+    "reactive",
+    "immunoreactive",
+    "expressed",
+    "retained",
+    "intact",
+    "preserved",
+    "normal",
+    "normal expression",
+    "positivity",
+    "reactivity",
+    "immunoreactivity",
+    "staining",
+    "labeling",
+    "labelling",
+    "present",
+    "overexpressed",
+    "amplified",
+    "+",
+    "(+)",
+    "stains",
+    "stain",
+    "stained",
+    "express",
+    "expresses",
+    "expressing",
+    "expression",
+}
+_NEG = {
+    "negative",
+    "non-reactive",
+    "nonreactive",
+    "unreactive",
+    "lost",
+    "loss",
+    "absent",
+    "absence of",
+    "lack of",
+    "not amplified",
+    "non-amplified",
+    "nonamplified",
+    "-",
+    "(-)",
+    "loss of",
+    "lack",
+    "lacks",
+    "lacking",
+}
+_EQUIVOCAL = {"equivocal", "indeterminate"}
+
+
+def _result(word: str, marker: str) -> tuple[str | None, str]:
+    """(positive/negative/equivocal, method) of a result word for ``marker``."""
+    w = " ".join(word.lower().split())
+    if re.fullmatch(r"(?:score\s*)?[0-3]\s*\+|(?:score\s*)?0", w):
+        score = int(re.search(r"[0-3]", w).group())
+        if marker == "her2":
+            return ({0: "negative", 1: "negative", 2: "equivocal", 3: "positive"}[score], "ihc")
+        return ("positive" if score > 0 else "negative", "")
+    if w.endswith("%"):
+        v = float(re.sub(r"[^\d.]", "", w) or 0)
+        if "<" in w and v <= 1:
+            return "negative", "pct"
+        return ("positive" if v >= 1 else "negative", "pct")
+    if w.startswith("not ") and not w.startswith("not amplified"):
+        return "negative", ""
+    if (
+        w.startswith(("no ", "does not", "do not", "loss", "absence", "lack"))
+        or w == "no"
+        or w.endswith(("not immunoreactive", "not reactive"))
+    ):
+        return "negative", ""
+    w = w.split()[-1] if w.split()[-1] in _POS else w
+    if "amplified" in w:
+        return ("negative" if ("not" in w or "non" in w) else "positive"), "ish"
+    if w in _POS:
+        return "positive", ""
+    if w in _NEG:
+        return "negative", ""
+    if w in _EQUIVOCAL:
+        return "equivocal", ""
+    return None, ""
+
+
+def read_markers(ctx: Context, population: Subject | None = None) -> Subject | None:
+    """IHC results per marker and population; returns the population a later statement of the
+    same paragraph inherits (an explicit non-tumour population, else None)."""
+    vocab = vocabulary()
+    text = ctx.text
+    carried = population
+    explicit: Subject | None = None
+    if _PERFORMED.search(text, ctx.start, ctx.end):
+        return carried  # "Immunostains for ER and PR are performed": a test, not a result
+    for m in vocab.markers.finditer(text, ctx.start, ctx.end):
+        term = vocab.marker(m.group())
+        if term is None or term.concept in _GROUPS:
+            continue
+        marker = term.concept
+        if _VARIANT.match(text, m.end(), min(ctx.end, m.end() + 20)):
+            continue  # "EGFR vIII", "EGFR wt": a variant, not the marker as a whole
+        c = ctx.clause(m.start())
+        after = (
+            text[m.end() : c.end]
+            if not ctx.in_label(m.start())
+            else text[ctx.value_start : ctx.end]
+        )
+        r = _RESULT_AFTER.match(after)
+        word = None
+        if r:
+            word = r.group("r")
+        else:
+            before = text[c.start : m.start()]
+            b = _RESULT_BEFORE.search(before[-140:])
+            if b:
+                word = b.group("r")
+                if b.group("neg") is None and re.search(
+                    r"\b(?:no|not|without)\s+(?:\w+\s+)?$", before[-140:][: b.start()]
+                ):
+                    word = "no " + word
+        if word is None:
+            continue
+        result, method = _result(word, marker)
+        if result is None:
+            continue
+        if re.search(
+            r"\b(?:fish|ish|in\s+situ\s+hybridi[sz]ation|sish|cish)\b", text[c.start : c.end], re.I
+        ):
+            method = method or "ish"
+        subject = ctx.subject(m.start())
+        if subject is not None and subject.kind in ("population", "background", "tissue", "lesion"):
+            explicit = subject
+        elif subject is None and carried is not None:
+            subject = carried
+        hedge = re.search(
+            r"\b(?:equivocal|weak(?:ly)?|focal(?:ly)?|patchy|rare|scattered|"
+            r"occasional|variable|heterogeneous)\b",
+            text[c.start : c.end],
+            re.I,
+        )
+        pol = ctx.polarity(m.start(), m.end()) if result == "positive" else PRESENT
+        certain = pol != UNCERTAIN and ctx.region != "gross"
+        if (
+            result == "positive"
+            and pol == ABSENT
+            and word.lower()
+            in ("stains", "stain", "stained", "express", "expresses", "expressing", "expression")
+        ):
+            result = "negative"
+        target = ctx.target(subject, "tumour")
+        if target.kind == "tissue" and subject is not None and subject.kind == "tissue":
+            target = Target("population", ctx.part, subject.name)
+        partial = _SUBPOPULATION.search(text, c.start, c.end)
+        note = " ".join(
+            x
+            for x in (
+                f"method={method}" if method else "",
+                "weak" if hedge else "",
+                "partial" if partial else "",
+            )
+            if x
+        )
+        ctx.add(
+            "marker", marker, result, m.start(), m.end(), target=target, certain=certain, note=note
+        )
+    if explicit is not None and explicit.kind in ("population", "background"):
+        return explicit
+    if explicit is not None:
+        return None
+    return carried
