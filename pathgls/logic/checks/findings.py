@@ -46,6 +46,8 @@ def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if not keys:
             continue
         for e in extents:
+            if view.repeated_label(d, e):
+                continue
             if e.key in keys and view.same(Target("tumour", d.target.part), e.target):
                 yield conflict(
                     "finding",

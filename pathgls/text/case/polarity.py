@@ -65,7 +65,8 @@ _HEDGE_AFTER = re.compile(
     r"ruled\s+out|assessed|evaluated|determined)|is\s+(?:not\s+)?(?:excluded|suspected|"
     r"possible|questionable|equivocal|indeterminate)|not\s+(?:specified|assessable|evaluable|"
     r"assessed|evaluated|determined)|indeterminate|equivocal|suspicious|questionable|"
-    r"possibl[ey]|probabl[ey]|uncertain|unknown|inconspicuous|not\s+(?:obvious|overt|"
+    r"possibl[ey]|probabl[ey]|uncertain|unknown|inconspicuous|difficult|impossible|"
+    r"not\s+(?:obvious|overt|"
     r"conspicuous|appreciable|prominent)|rare|minimal|\?)",
     re.I,
 )
@@ -138,7 +139,7 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
         return ABSENT
     if re.search(r"(?<![\d.])0\s*%\s*(?:of\s+(?:the\s+)?(?:tumou?r\s+)?)?$", window):
         return ABSENT  # "0% necrosis"
-    if _POST_NEG.match(after) or _post_list_negation(after):
+    if _POST_NEG.match(after) or _post_list_negation(after) or _COLON_NEG.match(after):
         return ABSENT
     return PRESENT
 
@@ -170,6 +171,9 @@ def _coordinated(gap: str) -> bool:
         bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g))
         and _COORD_GAP.fullmatch(g + " ") is not None
     )
+
+
+_COLON_NEG = re.compile(r"\s*[:=]\s*(?:not|no|none|negative|absent)\b", re.I)
 
 
 def _post_list_negation(after: str) -> bool:

@@ -13,7 +13,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
-from pathgls.text.case.subjects import Subject, location_after
+from pathgls.text.case.subjects import Subject, location_after, subjects_in
 from pathgls.text.case.vocab import CONFINED, vocabulary
 
 _INVOLVE_BEFORE = re.compile(
@@ -136,6 +136,12 @@ def read_extent(ctx: Context) -> None:
             continue  # "the renal vein margin" is a margin, "perivesical lymph nodes" nodes
         if in_label and ctx.topic == "margin":
             continue  # "Perirenal adipose tissue: negative" in a list of margins
+        if in_label and re.search(
+            r"depth|distance|percent|thickness|remaining|uninvolved|"
+            r"background|non-?neoplastic|adjacent",
+            ctx.label_text,
+        ):
+            continue  # "Depth of myometrial invasion: 0.6 cm" is a depth; "Remaining myometrium"
         trigger = _INVOLVE_BEFORE.search(before)
         if trigger and re.search(r"\bbeyond\b", trigger.group(), re.I):
             continue  # "invasion beyond the muscularis propria" is about what lies outside it
@@ -158,6 +164,17 @@ def read_extent(ctx: Context) -> None:
         pol = _extent_polarity(ctx, start, m)
         if pol == ABSENT and trigger and re.search(r"\bthrough\b", trigger.group(), re.I):
             continue  # "not through the capsule": into it, but not beyond
+        if re.search(
+            r"\b(?:close|near|approach\w*|abut\w*|within\s+\d)", ctx.text[start : m.start()], re.I
+        ):
+            pol = UNCERTAIN  # "extends very close to the seminal vesicle": not into it
+        side = re.search(
+            r"\b(left|right)\s+(?:[\w\-]+\s+)?$",
+            ctx.text[max(c.start, m.start() - 30) : m.start()],
+            re.I,
+        )
+        if side and key in _PAIRED_STRUCTURES:
+            key = f"{key} ({side.group(1).lower()})"  # the left seminal vesicle is not the right
         ctx.add_polar("extent", key, start, m.end(), target=target, pol=pol)
     for m in _CONFINED.finditer(ctx.text, ctx.start, ctx.end):
         organ_text = (m.group("o") or m.group("o2") or m.group("o3") or "").lower()
@@ -167,8 +184,20 @@ def read_extent(ctx: Context) -> None:
         if organ is None:
             continue
         pol = ctx.polarity(m.start(), m.end())
-        if pol != PRESENT:
-            continue
+        if (
+            pol != PRESENT
+            or re.match(
+                r"\s*(?:in\s+(?:all\s+)?(?:the\s+)?other|elsewhere|except|apart\s+from|largely|mostly)",
+                ctx.text[m.end() : m.end() + 40],
+                re.I,
+            )
+            or re.search(
+                r"\b(?:largely|mostly|predominantly)\s+$",
+                ctx.text[max(ctx.start, m.start() - 20) : m.start()],
+                re.I,
+            )
+        ):
+            continue  # "organ-confined in all other regions": not everywhere
         target = _tumour_target(ctx, m.start())
         if target.kind != "tumour":
             continue
@@ -183,6 +212,12 @@ def read_extent(ctx: Context) -> None:
                 certain=not ctx.gross(m.start()),
                 note=f"confined to the {organ}",
             )
+
+
+#: Structures that come in pairs: a side makes them another structure.
+_PAIRED_STRUCTURES = frozenset(
+    {"seminal vesicle", "fallopian tube", "adrenal gland", "ureter", "ovarian surface"}
+)
 
 
 def _label_is_structure(ctx: Context, m: re.Match[str]) -> bool:
@@ -383,6 +418,13 @@ def read_presence(ctx: Context) -> None:
         if pol != ABSENT:
             continue
         subject = ctx.subject(m.start(), skip=frozenset({"tumour"}))
+        margin_before = [
+            s
+            for s in subjects_in(ctx.text, ctx.clause(m.start()).start, m.start())
+            if s.kind == "margin"
+        ]
+        if margin_before and (subject is None or subject.kind != "margin"):
+            subject = margin_before[0]  # "margins including soft tissue and bone are free of tumor"
         if subject is None:
             subject = location_after(ctx.text, m.end(), ctx.clause(m.start()).end)
         if subject is None and ctx.unknown_label:

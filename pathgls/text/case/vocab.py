@@ -158,9 +158,11 @@ _CONFINED_ORGAN = {
 #: Finding → pattern: present/absent properties of a tumour besides invasion and extent.
 FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
     {
-        "necrosis": r"(?<!fat\s)(?<!fibrinoid\s)(?<!comedo\s)(?<!comedo-type\s)"
-        r"(?:(?:tumou?r|coagulative|geographic|pseudo-?\s?palisading|palisading|confluent)\s+)?"
-        r"necrosis|necrotic\s+(?:areas?|foci|tumou?r)",
+        "necrosis": r"(?<!fat\s)(?<!fibrinoid\s)(?<!comedo\s)(?<!comedo-type\s)(?<!cell\s)"
+        r"(?<!hyaline\s)(?<!infarct-type\s)(?:(?:tumou?r|coagulative|confluent)\s+)?necrosis|"
+        r"necrotic\s+(?:areas?|foci|tumou?r)",
+        "geographic necrosis": r"(?:geographic|pseudo-?\s?palisading|palisading)\s+"
+        r"(?:\w+\s+){0,2}?necrosis",
         "microvascular proliferation": r"micro-?\s?vascular(?:\s+cellular)?\s+proliferation|"
         r"endothelial\s+(?:cell\s+)?proliferation|glomeruloid\s+(?:vessels|proliferation)",
         "comedo necrosis": r"comedo(?:-type)?\s+necrosis",
