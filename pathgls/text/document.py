@@ -66,7 +66,7 @@ _PART = re.compile(
 _OCR_PART = re.compile(r"[ \t\-*•]*(?P<l>[A-H])\.(?=[A-Z]{3})")  # "A.PANCREATIC DUCT MARGIN"
 _CASSETTE = re.compile(r"[ \t]*[A-Z]\s?\d{1,2}\b")  # "A1. Tumor ..." is a block code
 _FIELD = re.compile(
-    r"(?P<label>[A-Za-z\*#][A-Za-z0-9 ,/&()'%\-\*#\.]{1,70}?)[ \t]*(?:[:;=]|\.{3,}|\s-\s)"
+    r"(?P<label>[A-Za-z\*#][A-Za-z0-9 ,/&()'%\-\*#\.]{1,70}?)[ \t]*(?:[:;=]|\.{3,}|\s-\s|\s\.,)"
     r"[ \t]*(?P<value>\S.*)?$"
 )
 _LABEL_ALONE = re.compile(r"[ \t]*(?P<label>[A-Za-z][A-Za-z0-9 ,/&()'\-]{1,70}?)[ \t]*:[ \t]*$")
@@ -157,7 +157,20 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
     part: str | None = None
     items: list[tuple[int, int, str, str | None, bool]] = []  # start, end, region, part, field
     anchor = -99  # line of the last part label (or of a heading kept inside that part)
+    before_admin: tuple[str, str | None] | None = None  # where an administrative block began
     for i, (ls, le, kind, body) in enumerate(heading_lines(text)):
+        if kind == "admin" and body is not None:
+            # "UUID: …", "Page 2", "Date: …": one administrative line (a page header, say), not
+            # a section: the section it interrupts goes on after it
+            items.append((ls, le, "admin", None, False))
+            continue
+        if region == "admin" and before_admin is not None and _PAGE_HEADER.match(text, ls, le):
+            region, part = before_admin  # a new page ends the QC form of the page before
+            before_admin = None
+        if kind == "admin" and region != "admin":
+            before_admin = (region, part)
+        elif kind is not None:
+            before_admin = None
         if kind is not None:
             if (
                 part is not None
@@ -178,18 +191,12 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
         if label is not None:
             part, anchor = label, i
             ls += title_start
-            title = _title(text[ls:le])
+            ta, tb = _title_span(text[ls:le])
+            title = " ".join(text[ls + ta : ls + tb].split())
             if label not in doc.parts:
                 doc.parts[label] = Part(label, title)
             if title:
-                doc.titles.append(
-                    (
-                        label,
-                        ls,
-                        ls + len(text[ls:le]) - len(text[ls:le].lstrip()) + len(title),
-                        region,
-                    )
-                )
+                doc.titles.append((label, ls + ta, ls + tb, region))
         items.append((ls, le, region, part, False))
     for start, end, reg, prt in _join(text, items):
         for a, b, lab, vs in _statements(text, start, end):
@@ -203,6 +210,9 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
             )
     return doc
 
+
+#: The first line of a new page of a TCGA report ("UUID:…", "TCGA-XX-XXXX-01A-PR Redacted").
+_PAGE_HEADER = re.compile(r"\s*(?:UUID\s*:|TCGA-\w\w-\w{4})", re.I)
 
 #: A heading within this many lines of a part label (or of such a heading) is the part's own
 #: ("A. Kidney:" / "Frozen section diagnosis:" / … / "Final diagnosis:"); later ones end the part.
@@ -242,6 +252,9 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
         return None, 0
     label = label.upper()
     rest = line[m.end() :]
+    q = _RECEIVED_AS.match(rest)
+    if q and not m.group("word") and region in ("gross", "other", "specimen"):
+        return label, m.end() + q.start("t") - 1  # '3). The specimen is received … labeled "…"'
     if not m.group("word") and ((label.isdigit() and int(label) > 20) or not _names_specimen(rest)):
         # a lettered or numbered item is a part only when it names a specimen
         return None, 0
@@ -250,6 +263,12 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     return label, m.end()
 
 
+#: A gross item that names its part only in quotes: 'B. Received fresh, labeled "left lung", is …'.
+_RECEIVED_AS = re.compile(
+    r"[\s.]*(?:the\s+)?(?:specimen\s+(?:is\s+|was\s+)?)?(?:received|submitted)\b[^\"“\n]{0,80}?"
+    r"\b(?:labell?ed|designated|marked|identified|titled)\b[^\"“\n]{0,40}?[\"“](?P<t>[^\"”\n]{2,80})[\"”]",
+    re.I,
+)
 _PART_WORD = re.compile(r"[ \t\-*•]*(?:part|specimen)\s*#?\s*[A-Za-z0-9]{1,2}\b", re.I)
 _SPECIMEN_WORDS = re.compile(
     r"\b(?:kidney|renal|lung|lobe|bronch\w*|brain|frontal|temporal|parietal|occipital|cerebell\w*|"
@@ -289,14 +308,27 @@ def _names_specimen(rest: str) -> bool:
     if len(head.split()) > 14 or _VERB.search(head) or _FINDING_WORDS.search(head):
         return False
     value = parts[2].strip() if len(parts) > 2 else ""
-    if value and parts[1] == ":" and "," not in head and not _PROCEDURE.search(head):
+    if (
+        value
+        and parts[1] == ":"
+        and "," not in head
+        and not _PROCEDURE.search(head)
+        and not re.search(r"\b(?:left|right)\b", head, re.I)  # "1. Left insular tumor: …"
+    ):
         return False  # "7. Lymph nodes: 6/27" is a checklist field, not a specimen part
     return bool(_SPECIMEN_WORDS.search(head)) or head.strip().startswith(('"', "'", "“"))
 
 
-def _title(line: str) -> str:
-    title = re.split(r":|\s-\s|—|\.\s", line, maxsplit=1)[0]
-    return " ".join(title.split())[:120]
+def _title_span(line: str) -> tuple[int, int]:
+    """Where the title of a part line starts and ends (a quoted title ends at its quote)."""
+    a = len(line) - len(line.lstrip())
+    if line[a : a + 1] in ('"', "“"):
+        q = re.search(r"[\"”]", line[a + 1 :])
+        if q:
+            return a + 1, a + 1 + q.start()
+    m = re.search(r":|\s-\s|—|\.\s", line[a:])
+    b = a + (m.start() if m else len(line[a:].rstrip()))
+    return a, min(b, a + 120)
 
 
 # --- items and statements ---------------------------------------------------------------------
@@ -346,6 +378,14 @@ def _continues(previous: str, line: str) -> bool:
         return True
     if previous[-1].isalnum() and len(previous) >= 45 and not _FIELD.match(previous[:72]):
         return True  # a wrapped line of a paragraph or an all-caps diagnosis
+    field = _FIELD.match(previous[:72])
+    if (
+        field
+        and previous[-1].isalnum()
+        and len(previous) >= 55
+        and len(previous) - field.start("value") >= 15
+    ):
+        return True  # "1. LUNG, …: INFILTRATING SQUAMOUS" / "CELL CARCINOMA, …": a long value wraps
     last = previous.rsplit(None, 1)[-1].lower()
     return last in _CONTINUING or previous.count("(") > previous.count(")")
 

@@ -23,6 +23,16 @@ from pathgls.text.case import Case, Fact, Target
 from pathgls.text.case.vocab import MULTIPLE_TUMOURS
 
 _MULTI = MULTIPLE_TUMOURS
+#: "Multiple foci of PanIN", "two foci of perineural invasion": several foci, not tumours.
+_NOT_TUMOUR_AFTER = re.compile(
+    r"\s+of\s+(?:[\w\-]+\s+){0,2}?(?:PanIN|PIN|HGPIN|dysplasia|hyperplasia|atypi|metaplasia|"
+    r"necrosis|inflammation|calcification|fibrosis|ha?emorrhage|perineural|lymphovascular|"
+    r"vascular|angiolymphatic|invasion|endometriosis|adenomyosis|intraepithelial|microcalcification)",
+    re.I,
+)
+_DENIED_BEFORE = re.compile(
+    r"\b(?:no|not|nor|without|free\s+of|negative\s+for|absence\s+of)\s+(?:\w+\s+){0,2}$", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,13 @@ class CaseView:
         """Parts (None: the case) whose statements speak of several tumours."""
         out: set[str | None] = set()
         for s in self.case.document.statements:
-            if s.is_assertion and _MULTI.search(self.case.document.statement_text(s)):
-                out.add(s.part)
+            text = self.case.document.statement_text(s)
+            if s.is_assertion and any(
+                not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
+                and not _NOT_TUMOUR_AFTER.match(text, m.end())
+                for m in _MULTI.finditer(text)
+            ):
+                out.add(s.part)  # "without additional focal lesion" speaks of one tumour
         return frozenset(out)
 
     def carcinoma(self, t: Target) -> bool:

@@ -206,13 +206,32 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
     nodes in all than the groups hold, or — when the examined nodes add up exactly — another
     number of positive ones."""
 
+    def node_part(p: str | None) -> bool:
+        part = view.case.parts.get(p) if p is not None else None
+        return part is not None and bool(re.search(r"lymph|\bnodes?\b", part.title, re.I))
+
+    by_part = any(node_part(f.target.part) and not f.target.name for f in counts)
+
     def is_total(f: Fact) -> bool:
+        said = (
+            view.case.sentence(f.statement) + " " + (view.case.statement(f.statement).label or "")
+        )
+        if by_part:  # node parts ("C. Lymph nodes, right pelvic"): the case's one count
+            alone = sum(g.key == f.key and g.statement == f.statement for g in counts) == 1
+            return (
+                f.target.part is None
+                and alone
+                and _is_total(view, f)
+                and bool(re.search(r"\btotal\b|\bin\s+all\b|overall|altogether", said, re.I))
+            )
         return _is_total(view, f) and bool(_SUM.search(view.case.sentence(f.statement)))
 
     stations: dict[tuple[str | None, str], dict[str, Fact]] = {}
     for f in counts:
-        if f.target.name and f.key in ("positive", "examined"):
-            stations.setdefault((f.target.part, f.target.name), {}).setdefault(f.key, f)
+        group = bool(f.target.name) if not by_part else node_part(f.target.part)
+        if group and f.key in ("positive", "examined"):
+            name = "" if by_part else f.target.name  # a node part counts once
+            stations.setdefault((f.target.part, name), {}).setdefault(f.key, f)
     complete = [v for v in stations.values() if "positive" in v and "examined" in v]
     if len(complete) < 2 or len(complete) != len(stations):
         return  # a total is only checked against two or more groups that all give both counts

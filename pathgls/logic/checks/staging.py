@@ -224,16 +224,47 @@ def _range(lo: float | None, hi: float | None) -> str:
     return f"more than {lo:g} and at most {hi:g} cm"
 
 
+_OLD_UTERUS = re.compile(r"\b(?:6th|sixth|5th|fifth)\s+ed|ajcc\s*(?:6|5)\b|figo\W{0,3}1988", re.I)
+_NEW_UTERUS = re.compile(
+    r"\b(?:7th|seventh|8th|eighth)\s+ed|ajcc\s*(?:7|8)\b|figo\W{0,3}(?:2008|2009|20[12]\d)",
+    re.I,
+)
+
+
+def _uterus_scheme(view: CaseView, s: Fact) -> str | None:
+    """Which endometrial staging the report uses: "old" (FIGO 1988 / AJCC 6th: IB below half
+    the myometrium, IC at least half) or "new" (FIGO 2009 / AJCC 7th+: IA below half, IB at
+    least half); None when it does not say."""
+    edition = re.search(r"edition=(\d)", s.note)
+    if edition:
+        return "old" if int(edition.group(1)) <= 6 else "new"
+    text = view.case.document.text
+    old, new = bool(_OLD_UTERUS.search(text)), bool(_NEW_UTERUS.search(text))
+    if old != new:
+        return "old" if old else "new"
+    if any(str(f.value).startswith(("T1c", "IC")) for f in view.facts("stage", kind="tumour")):
+        return "old"  # only the old scheme has a stage IC
+    return None
+
+
 def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
-    """Endometrial carcinoma: FIGO IA / pT1a below half the myometrium, IB / pT1b at least half."""
+    """Endometrial carcinoma: the stage against how deep the tumour invades the myometrium.
+    IA / pT1a is below half in both schemes (none at all in the old one); IC / pT1c (old) at
+    least half; IB / pT1b is at least half in the new scheme and below half in the old one, so
+    it is checked only when the report says which it uses."""
     depths = [f for f in view.facts("depth", kind="tumour") if f.key == "myometrium"]
     stages = [f for f in view.facts("stage", kind="tumour") if f.key in ("T", "FIGO")]
     for s in stages:
         if view.organ(s) != "uterus":
             continue
         v = str(s.value)
-        deep = v.startswith(("T1b", "IB"))
         shallow = v.startswith(("T1a", "IA"))
+        deep = v.startswith(("T1c", "IC"))
+        if v.startswith(("T1b", "IB")):
+            scheme = _uterus_scheme(view, s)
+            if scheme is None:
+                continue
+            deep, shallow = scheme == "new", scheme == "old"
         if not (deep or shallow):
             continue
         for d in depths:

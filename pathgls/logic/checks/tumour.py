@@ -210,7 +210,10 @@ def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 
 #: Organs a tumour may involve on both sides at once: a side there conflicts only with "only".
-_BOTH_SIDED = frozenset({"prostate", "urinary bladder", "uterus", "cervix", "colon", "stomach"})
+#: Ovarian carcinoma is bilateral in most serous cases.
+_BOTH_SIDED = frozenset(
+    {"prostate", "urinary bladder", "uterus", "cervix", "colon", "stomach", "ovary"}
+)
 
 
 def _located(view: CaseView, f: Fact) -> Fact:
@@ -226,6 +229,8 @@ def _where_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact
         for b in facts[i + 1 :]:
             if a.statement == b.statement or view.repeated_label(a, b):
                 continue
+            if "title of part" in (a.note, b.note) and a.target.part != b.target.part:
+                continue  # "right obturator node" is the side of its part only
             if a.target.kind == "part" or b.target.kind == "part":
                 if a.target != b.target:
                     continue
@@ -241,8 +246,19 @@ def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if a.value == b.value:
             yield compared("side", a, b)
             continue
-        organ = view.organ(a)
-        if a.target.kind == "tumour" and organ in _BOTH_SIDED and "only" not in a.note + b.note:
+        organs = {view.organ(a), view.organ(b)} | {
+            "ovary" for f in (a, b) if re.search(r"ovar|adnex", view.case.evidence(f), re.I)
+        }
+        # one part named twice, or a part's title against what is said of that part's tumour:
+        # a specimen has one side even in an organ that may hold tumour on both
+        own_part = a.target.part is not None and a.target.part == b.target.part
+        titled = a.note.startswith("title") or b.note.startswith("title")
+        if (
+            a.target.kind == "tumour"
+            and organs & _BOTH_SIDED
+            and "only" not in a.note + b.note
+            and not (own_part and titled)
+        ):
             continue
         if a.target.kind == "tumour" and (view.multiple & {a.target.part, b.target.part}):
             continue
@@ -252,13 +268,13 @@ def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 def check_site(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """The tumour (or a part) placed in two sub-sites that are not neighbours."""
-    from pathgls.text.case.read_site import ADJACENT
+    from pathgls.text.case.read_site import sites_compatible
 
     facts = view.facts("site")
     for a, b in _where_pairs(view, facts):
         if a.key != b.key:
             continue
-        if a.value == b.value or frozenset((a.value, b.value)) in ADJACENT:
+        if sites_compatible(a.value, b.value):
             yield compared("site", a, b)
             continue
         if view.multiple & {a.target.part, b.target.part}:

@@ -30,7 +30,7 @@ from pathgls.text.case.read_findings import (
 from pathgls.text.case.read_margins import read_margins
 from pathgls.text.case.read_markers import read_markers
 from pathgls.text.case.read_site import read_side, read_titles
-from pathgls.text.case.read_staging import read_nodes, read_stage
+from pathgls.text.case.read_staging import read_depth, read_nodes, read_stage
 from pathgls.text.case.read_tumour import read_grade, read_size, read_type
 from pathgls.text.case.subjects import Subject, clean_name
 from pathgls.text.case.vocab import MULTIPLE_TUMOURS, vocabulary
@@ -43,6 +43,7 @@ READERS = (
     read_size,
     read_side,
     read_stage,
+    read_depth,
     read_nodes,
     read_margins,
     read_invasion,
@@ -119,6 +120,10 @@ def _topic(ctx: Context, previous: str) -> str:
         )
     ):
         return "margin"
+    if re.search(r"myometri", lab or body[:60]):
+        return "depth"
+    if previous == "depth" and re.search(r"depth|percent|thickness", lab):
+        return "depth"
     if ctx.label is not None and re.match(r"\s*(?:number|#|no\.|total)\b", lab):
         return previous
     return ""

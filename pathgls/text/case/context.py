@@ -52,7 +52,7 @@ class Context:
             (s.start, s.value_start) if s.label is not None and s.value_start > s.start else None
         )
         ctx = cls(text, s, cl, label, s.value_start if label else -1, topic, has_parts, s.part)
-        lead = _PART_LEAD.match(text, s.start, s.end)
+        lead = _PART_LEAD.match(text, s.start, s.end) or _PART_TAIL.search(text, s.start, s.end)
         if lead:
             ctx.part = lead.group("p").upper()
         ctx.part_title = (part_titles or {}).get(ctx.part or "", "")
@@ -195,8 +195,11 @@ _SPECIMEN_LABEL = re.compile(
 )
 #: "In specimen D, the tumor …": a statement of one part in a section about several.
 _PART_LEAD = re.compile(
-    r"\W*(?:in|for|within|regarding)\s+(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\b"
+    r"\W*(?:(?:in|for|within|regarding)\s+)?(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\b"
+    r"(?!\s*[-–]\s*\d)"  # not "specimens 1-3"
 )
+#: "… in the left lower lobe, part D." names its part at the end.
+_PART_TAIL = re.compile(r",\s*(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\s*[.)]?\s*$")
 
 
 def words(s: str) -> str:

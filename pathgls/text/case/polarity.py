@@ -122,8 +122,8 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
         if _POST_POS.match(after):
             return PRESENT
         value = after.strip().lower()
-        if not value:
-            return UNCERTAIN  # a label without its value
+        if not value or re.fullmatch(r"\(?\d{1,2}\)?\.?", value):
+            return UNCERTAIN  # a label without its value, or a form's code ("invasion: 2")
         if value.startswith(("no ", "not ", "none", "negative", "absent", "without")):
             return ABSENT
         return PRESENT

@@ -20,7 +20,11 @@ _INVOLVE_BEFORE = re.compile(
     r"(?:invad\w*|invasion|infiltrat\w*|extend\w*|extension|involv\w*|penetrat\w*|spread\w*|"
     r"grow\w*|perforat\w*|breach\w*|reach\w*)\s+(?:\w+\s+){0,2}?(?:in(?:to)?|of|to|through|"
     r"beyond|the)?\s*(?:the\s+|a\s+|its\s+)?(?:[\w\-]+\s+){0,3}$|(?:into|through|beyond)\s+"
-    r"(?:the\s+)?(?:[\w\-]+\s+){0,2}$",
+    r"(?:the\s+)?(?:[\w\-]+\s+){0,2}$|"
+    # "no tumor seen in the seminal vesicles", "carcinoma is present in perinephric fat"
+    r"(?:tumou?r|carcinoma|malignancy|cancer|neoplasm)\s+(?:(?:is|are|was|were)\s+)?(?:(?:not\s+)?"
+    r"(?:seen|identified|present|noted|found)\s+)?(?:in|within)\s+(?:the\s+|both\s+|either\s+)?"
+    r"(?:[\w\-]+\s+){0,2}$",
     re.I,
 )
 _INVOLVE_AFTER = re.compile(

@@ -32,8 +32,8 @@ SITES: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "colon": re.compile(
-        r"(?<![A-Za-z])(?P<v>cecum|cecal|caecum|ascending(?=\s+colon)|hepatic\s+flexure|transverse"
-        r"(?=\s+colon)|splenic\s+flexure|descending(?=\s+colon)|sigmoid|rectosigmoid|rectum|rectal)"
+        r"(?<![A-Za-z])(?P<v>cecum|cecal|caecum|ascending(?=\s+(?:[\w\-]+\s+){0,3}colon)|hepatic\s+flexure|transverse"
+        r"(?=\s+(?:[\w\-]+\s+){0,3}colon)|splenic\s+flexure|descending(?=\s+(?:[\w\-]+\s+){0,3}colon)|sigmoid|rectosigmoid|rectum|rectal)"
         r"(?![A-Za-z])",
         re.I,
     ),
@@ -53,6 +53,19 @@ _CANON = {
     "brainstem": "brain stem",
     "uncinate process": "uncinate",
 }
+#: Joins the sub-sites a part spans ("rectum+sigmoid").
+SITE_SEP = "+"
+
+
+def sites_compatible(a: str, b: str) -> bool:
+    """Whether two site values (each one sub-site or a span) may describe one tumour."""
+    return any(
+        x == y or frozenset((x, y)) in ADJACENT
+        for x in a.split(SITE_SEP)
+        for y in b.split(SITE_SEP)
+    )
+
+
 #: Neighbouring sub-sites a tumour or a specimen may span ("rectosigmoid", "body/tail").
 ADJACENT = {
     frozenset(p)
@@ -100,7 +113,7 @@ _SHOWS = re.compile(
 )
 _PAIRED = (
     r"breast|kidney|lung|ovary|ovaries|adrenal|testis|ureter|tube|adnexa|hemisphere|lobe|insula|"
-    r"frontal|temporal|parietal|occipital|cerebral|cerebellar|lateral\s+wall|axilla|pleura"
+    r"frontal|temporal|parietal|occipital|cerebral|cerebellar|lateral\s+(?:\w+\s+)?wall|axilla|pleura|trigone|ureteral\s+orifice"
 )
 
 
@@ -125,38 +138,52 @@ def sides_in(text: str) -> set[str]:
     return out
 
 
+def _title_words(title: str) -> set[str]:
+    """The words of a part title that say what the part is (not its side)."""
+    words = set(re.findall(r"[a-z]{3,}", title.lower().replace("-", "")))
+    return words - {"left", "right", "and", "the", "with", "from", "received"}
+
+
 def read_titles(doc: Document) -> list[Fact]:
     """Side and sub-site facts of every part title (target: the part)."""
     facts: list[Fact] = []
+    names: dict[tuple[str, str], list[set[str]]] = {}
     for label, start, end, region in doc.titles:
-        if region in ("history", "admin", "preliminary"):
+        names.setdefault((label, region), []).append(_title_words(doc.text[start:end]))
+    # a label naming two different things in one section is reused (reports joined into one
+    # file, an OCR-misread letter): its titles say nothing about one part
+    reused = {
+        label
+        for (label, _), words in names.items()
+        if any(len(a & b) < 0.5 * len(a | b) for a in words for b in words)
+    }
+    for label, start, end, region in doc.titles:
+        if region in ("history", "admin", "preliminary", "comment") or label in reused:
             continue
         st = doc.statement_at(start)
         if st is None:
             continue
         title = doc.text[start:end]
         sides = sides_in(title)
-        if len(sides) == 1 and re.search(_PAIRED, title, re.I):
+        if len(sides) == 1:
+            # "Left obturator lymph node" names a side of the part only; "left lung" is also
+            # the side of the tumour the part holds
+            paired = bool(re.search(_PAIRED, title, re.I))
+            note = "title" if paired else "title of part"
             facts.append(
                 Fact(
-                    "side",
-                    "",
-                    sides.pop(),
-                    Target("part", label),
-                    st.index,
-                    start,
-                    end,
-                    note="title",
+                    "side", "", sides.pop(), Target("part", label), st.index, start, end, note=note
                 )
             )
         for group, rx in SITES.items():
             found = {site_value(group, m) for m in rx.finditer(title)}
-            if len(found) == 1:
+            if 1 <= len(found) <= 3:  # "Rectum and sigmoid, resection": the part spans both
+                value = SITE_SEP.join(sorted(found))
                 facts.append(
                     Fact(
                         "site",
                         group,
-                        found.pop(),
+                        value,
                         Target("part", label),
                         st.index,
                         start,
@@ -167,16 +194,44 @@ def read_titles(doc: Document) -> list[Fact]:
     return facts
 
 
+_IN_SITE = re.compile(
+    r"\b(?:carcinoma|adenocarcinoma|tumou?r|neoplasm|mass|glioma|astrocytoma|glioblastoma|"
+    r"oligodendroglioma|ependymoma|meningioma|sarcoma|lymphoma|melanoma)\s+(?:[\w\-]+\s+){0,3}?"
+    r"(?:of|in|within|arising\s+(?:in|from)|located\s+in|situated\s+in|cent(?:er|re)d\s+(?:in|on))"
+    r"\s+(?:the\s+)?(?:(?:left|right)\s+)?$",
+    re.I,
+)
+
+
+def _read_site_phrases(ctx: Context, target: Target) -> None:
+    """The tumour's sub-site from where a sentence puts it ("adenocarcinoma of the cecum")."""
+    text = ctx.text
+    for group, rx in SITES.items():
+        for m in rx.finditer(text, ctx.start, ctx.end):
+            before = text[max(ctx.start, m.start() - 80) : m.start()]
+            if not _IN_SITE.search(before) or re.search(r"metasta|implant|deposit", before, re.I):
+                continue
+            subject = ctx.subject(m.start())
+            if subject is not None and (subject.other or subject.kind in ("lesion", "nodes")):
+                continue
+            if ctx.polarity(m.start(), m.end()) != "present":
+                continue
+            ctx.add("site", group, site_value(group, m), m.start(), m.end(), target=target)
+
+
 def read_side(ctx: Context) -> None:
     """The tumour's side and sub-site from fields and location phrases."""
     text, lab = ctx.text, ctx.label_text
     target = Target("tumour", ctx.part)
+    if re.search(r"metasta|implant|extension|spread|involve", lab, re.I):
+        return  # "Sites of metastases: right tube": not where the tumour itself is
     if ctx.label is not None and ctx.value_start >= 0 and _FIELD.search(lab):
         value = text[ctx.value_start : ctx.end]
         only = bool(re.search(r"\bonly\b|unilateral|confined|limited", value, re.I))
         sides = sides_in(value)
         if len(sides) == 1 and (
-            re.search(_PAIRED, value + " " + lab, re.I) or "laterality" in lab or "side" in lab
+            re.search(_PAIRED, value + " " + lab, re.I)
+            or re.search(r"laterality|side|site|location", lab)
         ):
             ctx.add(
                 "side",
@@ -189,7 +244,9 @@ def read_side(ctx: Context) -> None:
             )
         for group, rx in SITES.items():
             found = {site_value(group, m) for m in rx.finditer(value)}
-            if len(found) == 1 and ("site" in lab or "location" in lab):
+            site_field = "site" in lab or "location" in lab
+            # "Procedure: partial pancreatectomy, pancreatic tail": the tumour is in the tail
+            if len(found) == 1 and (site_field or re.search(r"procedure|specimen", lab)):
                 ctx.add(
                     "site",
                     group,
@@ -197,9 +254,10 @@ def read_side(ctx: Context) -> None:
                     ctx.value_start,
                     ctx.end,
                     target=target,
-                    note="field",
+                    note="field" if site_field else "procedure",
                 )
         return
+    _read_site_phrases(ctx, target)
     for m in _SHOWS.finditer(text, ctx.start, ctx.end):
         if re.search(
             r"carcinoma|tumou?r|neoplasm|sarcoma|melanoma|lymphoma|adenoma|malignan",

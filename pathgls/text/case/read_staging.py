@@ -17,7 +17,8 @@ from pathgls.text.case.polarity import ABSENT, PRESENT
 from pathgls.text.case.subjects import subjects_in
 
 _TNM = re.compile(
-    r"(?<![A-Za-z0-9])(?P<pre>(?:y|r|yr|ry)?p|(?:y|r)?c)?\s?(?P<axis>T|N|M)\s?(?P<cat>is|[0-4]|X|O(?=\s*M|\b))"
+    r"(?<![A-Za-z0-9])(?P<pre>(?:y|r|yr|ry)?p|(?:y|r)?c)?\s?(?P<axis>T|N|M)\s?"
+    r"(?P<cat>is|[0-4]|X|O(?=\s*M|\b)|(?<=pT)l(?=[a-d]?\b))"  # OCR: "pTlb" is pT1b
     r"(?P<sub>(?:mi|[a-d])(?:\d|\(\w+\))?|\((?:i[+\-]|mol[+\-]|sn|m|\d+)\))?"
     r"(?=[A-Za-z]?\b|[\s,;.:()\-/]|[pcyrTNM]|$)",
 )
@@ -29,7 +30,9 @@ _STAGE_LABEL = re.compile(
 _STAGE_CONTEXT = re.compile(r"stag(?:e|ing)|tnm|ajcc|classification", re.I)
 _FIGO = re.compile(
     r"figo(?:\s+(?:stage|staging))?\s*(?:is|[:=])?\s*(?P<s>IV|I{1,3})(?P<sub>[A-C]\d?)?(?![A-Za-z])|"
-    r"stage\s*(?P<s2>IV|I{1,3})(?P<sub2>[A-C]\d?)?\s*\(?\s*figo",
+    r"stage\s*(?P<s2>IV|I{1,3})(?P<sub2>[A-C]\d?)?\s*\(?\s*figo|"
+    r"figo\s*\([^)\n]{0,30}\)\s*(?:stage\s*)?(?:grouping|stage)\s*[:=]?\s*(?P<s3>IV|I{1,3})"
+    r"(?P<sub3>[A-C]\d?)?(?![A-Za-z])",
     re.I,
 )
 _EDITION = re.compile(r"(?P<e>[5-8])(?:th)?\s+(?:ed\.?|edition)|ajcc\s*(?P<e2>[5-8])", re.I)
@@ -99,7 +102,8 @@ _N = (
 _NODE = r"(?:lymph[\s\-]*nodes?|nodes?|LNs?)"
 _FRACTION = re.compile(r"(?<![\d./])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d/%]|\.\d)")
 _OF = re.compile(
-    rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?P<t>{_N})\s+"
+    rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?:a\s+total\s+of\s+)?"
+    rf"(?P<t>{_N})\s+"
     rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,3}}?{_NODE}",
     re.I,
 )
@@ -158,6 +162,8 @@ def read_stage(ctx: Context) -> None:
             if o is not m and (0 <= o.start() - m.end() <= 6 or 0 <= m.start() - o.end() <= 6)
         )
         context = _STAGE_CONTEXT.search(text, max(ctx.start, m.start() - 40), m.start())
+        if cat == "l":
+            cat = "1"
         if cat == "O":
             if not neighbours or axis == "T":
                 continue
@@ -172,8 +178,8 @@ def read_stage(ctx: Context) -> None:
         note = " ".join(x for x in (f"prefix={pre}" if pre.strip("p") else "", ed) if x)
         ctx.add("stage", axis, value, m.start(), m.end(), target=target, note=note)
     for m in _FIGO.finditer(text, ctx.start, ctx.end):
-        s = (m.group("s") or m.group("s2")).upper()
-        sub = (m.group("sub") or m.group("sub2") or "").upper()
+        s = (m.group("s") or m.group("s2") or m.group("s3")).upper()
+        sub = (m.group("sub") or m.group("sub2") or m.group("sub3") or "").upper()
         if re.search(r"grade", text[max(ctx.start, m.start() - 3) : m.end() + 8], re.I):
             continue
         ctx.add("stage", "FIGO", s + sub, m.start(), m.end(), target=Target("tumour", ctx.part))
@@ -283,6 +289,8 @@ def read_nodes(ctx: Context) -> None:
         rest = m.group("rest")
         if t is None or t == 0 or t > 120 or m.group("t").lower() in ("a", "no", "none"):
             continue
+        if re.match(r"\s+of\s+(?:the|these|those)\b", text[m.end("t") : m.end()], re.I):
+            continue  # "one of the sentinel nodes is benign": some of the nodes, not all
         status_neg = _NEG_STATUS.search(rest)
         status_pos = _POS_STATUS.search(rest)
         if status_neg and not status_pos and status_neg.start() < 50:
@@ -315,6 +323,12 @@ def read_nodes(ctx: Context) -> None:
         if neg and not pos_s:
             if re.search(r"remaining|other|additional|rest", head + tail[:30], re.I):
                 continue
+            if re.search(
+                rf"\b(?:{_N}|some|several)\s+of\s+(?:the|these|those)\s+(?:\w+\s+){{0,2}}$",
+                head,
+                re.I,
+            ):
+                continue  # "one of the sentinel nodes is benign": some nodes, not all
             station, _ = _station(ctx, pos)
             ctx.add(
                 "node_status",
@@ -339,3 +353,80 @@ def read_nodes(ctx: Context) -> None:
                 note="status",
             )
     _ = ABSENT
+
+
+# --- myometrial depth -------------------------------------------------------------------------
+
+_HALF = re.compile(
+    r"(?P<io>inner|outer|superficial|deep)\s+(?:one[\s\-]?)?half|"
+    r"(?P<lt>less\s+than|under|below|<)\s*(?:one[\s\-]?half|half|50\s*%|1/2)|"
+    r"(?P<gt>more\s+than|greater\s+than|over|above|at\s+least|>=?|≥)\s*(?:one[\s\-]?half|half|"
+    r"50\s*%|1/2)|(?P<ge>half\s+or\s+more)|(?P<full>full[\s\-]+thickness|transmural)",
+    re.I,
+)
+_PERCENT = re.compile(r"(?<![\d.])(?P<p>\d{1,3}(?:\.\d)?)\s*%")
+_DEPTH_OF = re.compile(
+    r"(?P<d>\d+(?:\.\d+)?)\s*(?P<du>mm|cm)\b[^.;]{0,60}?\b(?:of|in|/)\s*(?:a\s+)?(?:the\s+)?"
+    r"(?:total\s+)?(?P<t>\d+(?:\.\d+)?)\s*(?P<tu>mm|cm)\b",
+    re.I,
+)
+_DEPTH_WALL = re.compile(
+    r"depth[^:\d]{0,30}[:\s]\s*(?P<d>\d+(?:\.\d+)?)\s*(?P<du>mm|cm)\b[^.;\d]{0,40}?"
+    r"(?:wall|myometri\w*)\s+thickness[^:\d]{0,10}[:\s]\s*(?P<t>\d+(?:\.\d+)?)\s*(?P<tu>mm|cm)\b",
+    re.I,
+)
+_NO_MYO = re.compile(
+    r"(?:no|without|absence\s+of)\s+(?:\w+\s+){0,2}?myometrial\s+invasion|"
+    r"(?:confined|limited)\s+to\s+(?:the\s+)?endometri|myometrial\s+invasion\s*:\s*"
+    r"(?:none|absent|not\s+identified|no\b)",
+    re.I,
+)
+
+
+def _mm(value: str, unit: str) -> float:
+    return float(value) * (10.0 if unit.lower() == "cm" else 1.0)
+
+
+def read_depth(ctx: Context) -> None:
+    """How deep an endometrial carcinoma invades the myometrium, as a fraction of the wall:
+    "outer half", "less than 50%", "Percent: 94%" under a depth line, "4 mm of 12 mm",
+    "Depth: 1.5 cm Wall thickness: 1.6 cm", "no myometrial invasion" (0)."""
+    text = ctx.text
+    body = text[ctx.start : ctx.end]
+    lab = ctx.label_text
+    about = bool(re.search(r"myometri", body, re.I)) or (
+        ctx.topic == "depth" and re.search(r"percent|depth|%|invasion|thickness", lab + body, re.I)
+    )
+    if not about:
+        return
+    target = Target("tumour", ctx.part)
+
+    def add(value: float, start: int, end: int, note: str = "") -> None:
+        if ctx.polarity(start, end) == PRESENT or note == "none":
+            ctx.add("depth", "myometrium", round(value, 3), start, end, target=target, note=note)
+
+    m = _NO_MYO.search(text, ctx.start, ctx.end)
+    if m:
+        add(0.0, m.start(), m.end(), note="none")
+        return
+    m = _DEPTH_WALL.search(text, ctx.start, ctx.end) or _DEPTH_OF.search(text, ctx.start, ctx.end)
+    if m:
+        d, t = _mm(m.group("d"), m.group("du")), _mm(m.group("t"), m.group("tu"))
+        if 0 < d <= t * 1.05:
+            add(min(1.0, d / t), m.start(), m.end())
+            return
+    for m in _PERCENT.finditer(text, ctx.start, ctx.end):
+        before = text[max(ctx.start, m.start() - 40) : m.start()].lower()
+        if re.search(r"[<>≥≤]|less|more|greater|than", before):
+            continue  # "less than 50%": read as a half below
+        if "myometri" in body.lower() or "percent" in lab:
+            pct = float(m.group("p"))
+            if 0 <= pct <= 100:
+                add(pct / 100.0, m.start(), m.end())
+                return
+    m = _HALF.search(text, ctx.start, ctx.end)
+    if m:
+        deep = bool(m.group("gt") or m.group("ge") or m.group("full")) or (
+            (m.group("io") or "").lower() in ("outer", "deep")
+        )
+        add(0.75 if deep else 0.25, m.start(), m.end(), note="half")

@@ -13,7 +13,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import PRESENT
-from pathgls.text.case.subjects import location_after
+from pathgls.text.case.subjects import location_after, subject_before
 from pathgls.text.case.vocab import vocabulary
 
 _TYPE_LABEL = re.compile(
@@ -433,10 +433,18 @@ def read_size(ctx: Context) -> None:
             found.append(m)
             continue
         subject = ctx.subject(m.start())
+        if subject is None:
+            # "SQUAMOUS CELL CARCINOMA, MODERATELY DIFFERENTIATED (2.5 CM)": the diagnosis a
+            # clause before, with only its descriptors between
+            whole = subject_before(text, ctx.start, m.start())
+            if whole is not None and re.fullmatch(
+                r"[\s,]*(?:[\w\-]+[\s,]+){0,4}\(\s*", text[whole.end : m.start()]
+            ):
+                subject = whole
         if subject is None or subject.kind not in ("tumour", "lesion") or subject.other:
             continue
-        if subject.kind == "tumour" and "cell" in subject.name:
-            continue
+        if subject.kind == "tumour" and re.search(r"\bcells?$", subject.name):
+            continue  # "tumour cells (0.5 cm from …)", not "squamous cell carcinoma (2.5 cm)"
         gap = text[subject.end : m.start()]
         if len(gap) > 80 or not (
             _SIZE_CUE.search(gap)

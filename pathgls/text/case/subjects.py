@@ -216,6 +216,7 @@ _TISSUE = re.compile(
     r"(?:tissue|fragments?|specimen)s?)(?![A-Za-z])",
     re.I,
 )
+_ADJECTIVE_VERB = re.compile(r"(?:infiltrating|invading|involving)\b", re.I)
 _CONTAINER = re.compile(
     r"(?:portions?|segments?|pieces?|fragments?|sections?|strips?|sample)\s+of\s+(?:the\s+)?$", re.I
 )
@@ -318,8 +319,13 @@ def subject_before(
     for s in _subjects(text, start, pos):
         if s.end > pos or s.kind in skip:
             continue
+        prep = _PREPOSITION.search(text, max(start, s.start - 60), s.start)
+        if prep is not None and _ADJECTIVE_VERB.match(text, prep.start()):
+            lead = text[start : prep.start()]
+            if not lead.strip() or re.search(r"(?:\b(?:an?|the)|[,;:(])\s*$", lead, re.I):
+                prep = None  # "Infiltrating squamous cell carcinoma": an adjective
         if (
-            _PREPOSITION.search(text, max(start, s.start - 60), s.start)
+            prep is not None
             and not _CONTAINER.search(text, max(start, s.start - 40), s.start)
             and not _PREDICATE_NEXT.match(text, s.end, min(len(text), s.end + 60))
         ):
