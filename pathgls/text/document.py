@@ -158,6 +158,7 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
     items: list[tuple[int, int, str, str | None, bool]] = []  # start, end, region, part, field
     anchor = -99  # line of the last part label (or of a heading kept inside that part)
     before_admin: tuple[str, str | None] | None = None  # where an administrative block began
+    prev_line = ""
     for i, (ls, le, kind, body) in enumerate(heading_lines(text)):
         if kind == "admin" and body is not None:
             # "UUID: …", "Page 2", "Date: …": one administrative line (a page header, say), not
@@ -188,6 +189,17 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
         if not line.strip():
             continue
         label, title_start = _part_label(line, region)
+        if (
+            label is None
+            and region == "diagnosis"
+            and (part is None or part.startswith("#"))
+            and _unlabelled_title(line)
+            and not _wraps(prev_line)
+        ):
+            # "OMENTUM, EXCISION" / "- NO CARCINOMA IDENTIFIED": a specimen listed without a
+            # letter is a part all the same (named "#1", "#2", … in its order)
+            label = f"#{sum(1 for k in doc.parts if k.startswith('#')) + 1}"
+            title_start = len(line) - len(line.lstrip())
         if label is not None:
             part, anchor = label, i
             ls += title_start
@@ -198,6 +210,7 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
             if title:
                 doc.titles.append((label, ls + ta, ls + tb, region))
         items.append((ls, le, region, part, False))
+        prev_line = line.strip()
     for start, end, reg, prt in _join(text, items):
         for a, b, lab, vs in _statements(text, start, end):
             if reg not in ("gross", "history", "admin", "specimen") and GROSS_SENTENCE.match(
@@ -317,6 +330,22 @@ def _names_specimen(rest: str) -> bool:
     ):
         return False  # "7. Lymph nodes: 6/27" is a checklist field, not a specimen part
     return bool(_SPECIMEN_WORDS.search(head)) or head.strip().startswith(('"', "'", "“"))
+
+
+def _wraps(previous: str) -> bool:
+    """Whether a line runs on into the next (a long line cut mid-sentence)."""
+    return len(previous) >= 40 and previous[-1:].isalnum() or previous[-1:] in (",", ";", "-", "&")
+
+
+def _unlabelled_title(line: str) -> bool:
+    """A line that names a specimen and how it was taken, and says nothing of it."""
+    s = line.strip()
+    words = s.split()
+    if not (2 <= len(words) <= 12) or len(s) > 100 or not re.search(r"[,\-]", s):
+        return False
+    if _VERB.search(s) or _FINDING_WORDS.search(s) or s[:1] in "-•*(":
+        return False
+    return bool(_SPECIMEN_WORDS.search(s) and _PROCEDURE.search(s))
 
 
 def _title_span(line: str) -> tuple[int, int]:

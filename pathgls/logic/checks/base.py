@@ -31,7 +31,14 @@ _NOT_TUMOUR_AFTER = re.compile(
     re.I,
 )
 _DENIED_BEFORE = re.compile(
-    r"\b(?:no|not|nor|without|free\s+of|negative\s+for|absence\s+of)\s+(?:\w+\s+){0,2}$", re.I
+    r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
+    r"(?:\w+\s+){0,2}$",
+    re.I,
+)
+_TUMOUR_WORD = re.compile(
+    r"tumou?r|carcinoma|cancer|malignan|neoplas|lesion|nodul|mass|\bfoc(?:us|i)\b|primar|"
+    r"sarcoma|lymphoma|melanoma|glioma|oma\b",
+    re.I,
 )
 
 
@@ -99,15 +106,25 @@ class CaseView:
     @functools.cached_property
     def multiple(self) -> frozenset[str | None]:
         """Parts (None: the case) whose statements speak of several tumours."""
+        from pathgls.text.case.vocab import vocabulary
+
+        vocab = vocabulary()
         out: set[str | None] = set()
         for s in self.case.document.statements:
             text = self.case.document.statement_text(s)
-            if s.is_assertion and any(
+            if not s.is_assertion or not any(
                 not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
                 and not _NOT_TUMOUR_AFTER.match(text, m.end())
                 for m in _MULTI.finditer(text)
             ):
-                out.add(s.part)  # "without additional focal lesion" speaks of one tumour
+                continue  # "without additional focal lesion" speaks of one tumour
+            if not _TUMOUR_WORD.search(text):
+                continue  # "multifocal black foci of discoloration"
+            terms = [vocab.diagnosis(d.group()) for d in vocab.diagnoses.finditer(text)]
+            behaviours = {t.attributes.get("behavior") for t in terms if t} - {None}
+            if behaviours and not behaviours & {"malignant", "in_situ"}:
+                continue  # "an incidental nodule consistent with a leiomyoma": not a cancer
+            out.add(s.part)
         return frozenset(out)
 
     def carcinoma(self, t: Target) -> bool:

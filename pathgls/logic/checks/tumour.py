@@ -189,9 +189,11 @@ def check_benign(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """Two tumour types for one tumour that cannot name the same tumour."""
     types = [f for f in view.facts("type", kind="tumour") if "mixed" not in f.note]
-    for a, b in view.pairs(types):
-        if a.value == b.value:
+    seen: set[tuple[int, int]] = set()
+    for a, b in [*view.pairs(types), *_definite_pairs(view, types)]:
+        if a.value == b.value or (id(a), id(b)) in seen:
             continue
+        seen.add((id(a), id(b)))
         ok = compatible_types(a.value, b.value)
         if ok is None:
             continue
@@ -207,6 +209,25 @@ def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             b,
             f"the tumour is '{view.text(a)}' in one place and '{view.text(b)}' in another",
         )
+
+
+def _definite_pairs(view: CaseView, types: list[Fact]) -> Iterator[tuple[Fact, Fact]]:
+    """"The tumor is classified as X" names the one tumour of its part (or of the case) even
+    where the report names another type: unless the report speaks of several tumours there,
+    that other type is a second name for it, not a second tumour."""
+    for c in types:
+        if "copula" not in c.note:
+            continue
+        part = c.target.part
+        if part is None and view.n_tumour_parts > 1:
+            continue
+        home = part if part is not None else view.only_part
+        if {part, home} & view.multiple:
+            continue
+        for t in types:
+            if t is c or t.statement == c.statement or t.target.part not in {part, home}:
+                continue
+            yield (t, c) if t.statement < c.statement else (c, t)
 
 
 #: Organs a tumour may involve on both sides at once: a side there conflicts only with "only".

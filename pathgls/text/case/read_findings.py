@@ -277,6 +277,13 @@ def _part_level(ctx: Context) -> bool:
     )
 
 
+#: A line naming one tissue of the specimen, under which its findings follow.
+_TISSUE_HEADING = re.compile(
+    r"(?:(?:LEFT|RIGHT|BILATERAL)\s+)?(?:CERVIX|MYOMETRIUM|SEROSA|ENDOMETRIUM|OVAR(?:Y|IES)|"
+    r"(?:FALLOPIAN\s+)?TUBES?|PARAMETRIA|PARAMETRIUM|OMENTUM|ADNEXA|LYMPH\s+NODES?|MARGINS?|"
+    r"LOWER\s+UTERINE\s+SEGMENT|VAGINAL\s+CUFF|URETERS?|URETHRA|SEMINAL\s+VESICLES?|PLEURA|"
+    r"ADRENAL(?:\s+GLAND)?|BACKGROUND|UNINVOLVED\s+\w+|NON-?NEOPLASTIC\s+\w+)",
+)
 _WHOLE_DENIAL = re.compile(
     r"\W*(?:(?:there\s+is\s+)?no\s+(?:evidence\s+of\s+)?(?:residual\s+)?(?:tumou?r|malignancy|"
     r"carcinoma|neoplasm|sarcoma|lymphoma|malignant\s+neoplasm|cancer)|negative\s+for\s+"
@@ -292,8 +299,15 @@ def _whole_part_denial(ctx: Context, m: re.Match[str]) -> bool:
     if not _part_level(ctx):
         return False
     body = ctx.value_start if ctx.label is not None and ctx.value_start >= 0 else ctx.start
-    if ctx.label is not None and ctx.part is not None and not _is_part_title(ctx):
-        return False
+    if (
+        ctx.label is not None
+        and not _is_part_title(ctx)
+        and not re.search(r"diagnos|impression|interpretation|result|findings?\b", ctx.label_text)
+    ):
+        return False  # "Bronchial margin: no carcinoma", "Fallopian tubes: negative": its label
+    before = ctx.text[max(0, ctx.start - 120) : ctx.start].rstrip().split("\n")[-2:]
+    if any(_TISSUE_HEADING.fullmatch(line.strip(" :-")) for line in before):
+        return False  # "CERVIX" / "CHRONIC CERVICITIS" / "NO TUMOR IDENTIFIED": the cervix's
     return _WHOLE_DENIAL.fullmatch(ctx.text, body, ctx.end) is not None
 
 

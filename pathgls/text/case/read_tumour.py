@@ -29,7 +29,9 @@ _COPULA = re.compile(
     r"diagnosed\s+as|classified\s+as|features\s+of|those\s+of|identified\s+as)\s+(?:an?\s+|the\s+)?"
     r"(?:(?:invasive|infiltrating|residual|primary|conventional|classic|typical|benign|malignant|"
     r"high[\s\-]grade|low[\s\-]grade|(?:well|moderately|poorly)[\s\-]differentiated|small|large|"
-    r"solitary|single|unifocal|focal|\d+(?:\.\d+)?\s*(?:cm|mm))[\s,]+){0,3}$)",
+    r"solitary|single|unifocal|focal|\d+(?:\.\d+)?\s*(?:cm|mm)|thymic|pulmonary|renal|gastric|colonic|"
+    r"hepatic|pancreatic|mammary|ovarian|endometrial|cervical|prostatic|esophageal|cutaneous|"
+    r"intraductal|recurrent)[\s,]+){0,3}$)",
     re.I,
 )
 _LEAD = re.compile(
@@ -106,6 +108,15 @@ def read_type(ctx: Context) -> None:
                 ctx.region in ("diagnosis", "other")
                 and _LEAD.match(before)
                 and c.start == _body(ctx)
+            )
+            or (
+                # "Addendum Diagnosis: Left temporal tumor\nAnaplastic Astrocytoma (Grade III)",
+                # "C. Pancreatic mass: \n Ductal adenocarcinoma invading …": a line of its own
+                ctx.region in ("diagnosis", "other", "synoptic", "microscopic")
+                and (ctx.region != "microscopic" or ctx.part is not None)
+                and "\n" in text[_body(ctx) : m.start()]
+                and _LEAD.match(before.rsplit("\n", 1)[-1])
+                and not re.search(r"[.;]\s*$", before.rsplit("\n", 1)[0])
             )
             or bool(_COPULA.search(before[-80:]))
         )

@@ -214,7 +214,8 @@ MULTIPLE_TUMOURS = re.compile(
     r"\b(?:(?:two|three|four|five|multiple|several|separate|second|synchronous|additional|"
     r"another|satellite|smaller|other|distinct|bilateral|independent|2|3)\s+(?:[\w\-]+\s+){0,4}"
     r"(?:tumou?rs?|nodules?|masses|mass|lesions?|foci|focus|carcinomas?|neoplasms?|primar(?:y|ies)|"
-    r"tumou?r\s+nodules?)|multifocal|multicentric|tumou?r\s*(?:#|no\.?|number)\s*\d|"
+    r"tumou?r\s+nodules?)|(?:separate|second|synchronous|distinct)\s+(?:[\w\-]+,?\s+){0,5}?"
+    r"(?:carcinoma|tumou?r|neoplasm|mass|nodule)|multifocal|multicentric|tumou?r\s*(?:#|no\.?|number)\s*\d|"
     r"(?:nodule|lesion|mass|focus)\s*#?\s*[2-9]|collision|incidental|(?:largest|larger|smaller)\s+"
     r"(?:\w+\s+){0,2}(?:nodules?|foci|focus|tumou?rs?|lesions?|masses))\b",
     re.I,
