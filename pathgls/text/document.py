@@ -21,6 +21,7 @@ kind                      what it is
 ``differential``          "rule out …", "the differential includes …"
 ``hypothetical``          "if …", "would be …"
 ``uncertain``             a statement hedged as a whole ("suspicious for …")
+``fragment``              the rest of a sentence a page header cut off from its start
 ========================  ==============================================================
 
 The parser never fails on odd text: OCR noise, run-together words, all capitals and flattened
@@ -218,11 +219,24 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
             ):
                 reg = "gross"  # a gross description outside a gross heading
             kind, reason = statement_kind(text, a, b, reg, lab, vs)
+            if (
+                kind == "assertion"
+                and text[a : a + 1].islower()
+                and _AFTER_PAGE_BREAK.search(text, max(0, a - 400), a)
+            ):
+                kind, reason = "fragment", "the rest of a sentence a page break cut"
             doc.statements.append(
                 Statement(len(doc.statements), a, b, reg, prt, kind, lab, vs, reason)
             )
     return doc
 
+
+#: Page-header lines just before a statement that starts mid-sentence.
+_AFTER_PAGE_BREAK = re.compile(
+    r"(?:page\s*\d+|printed\b|continued|continues|case\s*#|acct|patient\s+name|"
+    r"pathology\s+report|redacted|uuid)[^\n]*\n(?:[^\n]{0,80}\n){0,2}[ \t]*$",
+    re.I,
+)
 
 #: The first line of a new page of a TCGA report ("UUID:…", "TCGA-XX-XXXX-01A-PR Redacted").
 _PAGE_HEADER = re.compile(r"\s*(?:UUID\s*:|TCGA-\w\w-\w{4})", re.I)
@@ -334,7 +348,12 @@ def _names_specimen(rest: str) -> bool:
 
 def _wraps(previous: str) -> bool:
     """Whether a line runs on into the next (a long line cut mid-sentence)."""
-    return len(previous) >= 40 and previous[-1:].isalnum() or previous[-1:] in (",", ";", "-", "&")
+    return (len(previous) >= 40 and previous[-1:].isalnum()) or previous[-1:] in (
+        ",",
+        ";",
+        "-",
+        "&",
+    )
 
 
 def _unlabelled_title(line: str) -> bool:

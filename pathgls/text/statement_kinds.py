@@ -19,6 +19,7 @@ STATEMENT_KINDS = (
     "differential",
     "hypothetical",
     "uncertain",
+    "fragment",
 )
 #: Region kinds: the report section a statement stands in.
 REGION_KINDS = {

@@ -212,7 +212,7 @@ def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 
 def _definite_pairs(view: CaseView, types: list[Fact]) -> Iterator[tuple[Fact, Fact]]:
-    """"The tumor is classified as X" names the one tumour of its part (or of the case) even
+    """ "The tumor is classified as X" names the one tumour of its part (or of the case) even
     where the report names another type: unless the report speaks of several tumours there,
     that other type is a second name for it, not a second tumour."""
     for c in types:

@@ -19,21 +19,22 @@ from pathgls.text.case.vocab import vocabulary
 _RESULT_AFTER = re.compile(
     r"\s*(?:\([^)]{0,30}\)\s*)?(?:antibody\s+|protein\s+|immunostain\s+|stain(?:s|ing)?\s+|"
     r"expression\s+|immunoreactivity\s+|status\s+|receptors?\s+|score\s+)?"
-    r"(?:(?:is|are|was|were|shows?|showed|demonstrates?)\s+)?(?:[:=\-]\s*)?"
+    r"(?:(?:is|are|was|were|shows?|showed|demonstrates?|reveals?|revealed)\s+)?(?:(?:all|both)\s+)?"
+    r"(?:an?\s+)?(?:[:=\-]\s*)?"
     r"(?:(?:strongly|diffusely|focally|weakly|patchy|strong|diffuse|focal|weak)\s+(?:and\s+\w+\s+)?)?"
     r"(?P<r>positive|negative|reactive|non-?reactive|unreactive|"
     r"(?:is\s+|are\s+)?not\s+(?:expressed|detected|identified|present|reactive)|expressed|"
-    r"retained|intact|preserved|normal(?:\s+expression)?|lost|loss|absent|present|equivocal|"
+    r"retained|intact|preserved|normal(?:\s+expression)?|lost|loss|absent|absence|present|equivocal|"
     r"indeterminate|(?:score\s*)?[0-3]\s*\+|(?:score\s*)?0\b|\+(?![\d])|\(\s*\+\s*\)|"
     r"-(?=\s|,|;|\)|$)|\(\s*-\s*\)|amplified|not\s+amplified|non-?amplified|overexpressed|"
     r"(?P<pct><?\s*\d{1,3}(?:\.\d)?\s*%))",
     re.I,
 )
 _RESULT_BEFORE = re.compile(
-    r"(?P<r>(?P<neg>negative|non-?reactive|unreactive|loss\s+of|lost|absence\s+of|absent|"
+    r"(?<![A-Za-z])(?P<r>(?P<neg>negative|non-?reactive|unreactive|loss\s+of|lost|absence\s+of|absent|"
     r"lack(?:s|ing)?(?:\s+of)?|no|do(?:es)?\s+not\s+(?:express|stain\s+(?:for|with))|"
     r"(?:is|are)\s+not\s+(?:immuno)?reactive)|positive|immunoreactive|reactive|"
-    r"stain(?:s|ed)?(?:\s+(?:strongly|diffusely|focally|weakly))?|express(?:es|ing)|"
+    r"stain(?:s|ed)?(?:\s+(?:strongly|diffusely|focally|weakly))?|express(?:es|ed|ing)?|"
     r"(?:(?:strong|weak|diffuse|focal|patchy|nuclear|cytoplasmic|membranous)\s+)*(?:positivity|"
     r"reactivity|immunoreactivity|staining|expression|labell?ing))"
     r"(?:\s+(?:nuclear|cytoplasmic|membranous))?(?:\s+(?:staining|expression|immunoreactivity))?"
@@ -41,6 +42,52 @@ _RESULT_BEFORE = re.compile(
     r"\s+)){0,6}$",
     re.I,
 )
+_SHOWN_EXPRESSION = re.compile(
+    r"\s*(?:protein\s+)?(?:expression|immunoreactivity|immunopositivity|positivity)\b", re.I
+)
+_SHOWS = re.compile(
+    r"\b(?:show(?:s|ed|ing)?|demonstrat\w*|reveal\w*|exhibit\w*|display\w*|with)\b", re.I
+)
+
+
+def _coordinated_result(ctx: Context, m: re.Match[str], end: int) -> re.Match[str] | None:
+    """The result after the last of several coordinated markers ("ER and PR are positive")."""
+    vocab = vocabulary()
+    pos = m.end()
+    for _ in range(6):
+        sep = re.match(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|&)\s+|/)\s*", ctx.text[pos:end])
+        if not sep:
+            return None
+        nxt = vocab.markers.match(ctx.text, pos + sep.end(), end)
+        if nxt is None:
+            return None
+        pos = nxt.end()
+        r = _RESULT_AFTER.match(ctx.text[pos:end])
+        if r:
+            return r
+    return None
+
+
+def _nearest_result(before: str) -> re.Match[str] | None:
+    """The result word closest before a marker that governs it ("positive for CK7 and
+    negative for CK20": CK20 is negative)."""
+    for w in reversed(list(re.finditer(r"(?<![A-Za-z])[A-Za-z]", before))):
+        b = _RESULT_BEFORE.match(before, w.start())
+        if (
+            b
+            and re.fullmatch(r"stains?", b.group("r"), re.I)
+            and re.fullmatch(
+                r"[\W\d]*(?:(?:immuno)?histochemical|special|immuno|the|ihc)?\s*",
+                before[: w.start()],
+                re.I,
+            )
+        ):
+            continue  # "Stains for CK20 and CD10 are negative": the stains, not a result
+        if b:
+            return b
+    return None
+
+
 _PERFORMED = re.compile(
     r"\b(?:(?:are|were|was|is|be|been)\s+(?:performed|ordered|obtained|done|requested|pending|"
     r"attempted|examined|evaluated|reviewed)|will\s+be\s+(?:performed|reported)|to\s+be\s+performed|"
@@ -58,7 +105,7 @@ _SUBPOPULATION = re.compile(
     re.I,
 )
 #: Lexicon concepts that group several different stains (PAS, trichrome, …): never compared.
-_GROUPS = frozenset({"special stains"})
+_GROUPS = frozenset({"special stains", "kappa and lambda light chains"})
 _POS = {
     "positive",
     "reactive",
@@ -90,6 +137,7 @@ _POS = {
 }
 _NEG = {
     "negative",
+    "absence",
     "non-reactive",
     "nonreactive",
     "unreactive",
@@ -166,15 +214,29 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
             if not ctx.in_label(m.start())
             else text[ctx.value_start : ctx.end]
         )
-        r = _RESULT_AFTER.match(after)
+        r = _RESULT_AFTER.match(after) or _coordinated_result(ctx, m, c.end)
         word = None
-        if r:
+        before = text[c.start : m.start()]
+        label_result = re.fullmatch(
+            r"\s*(positive|negative|equivocal|retained|intact|lost)\s*(?:\(?s\)?)?\s*",
+            ctx.label_text if ctx.label is not None and not ctx.in_label(m.start()) else "",
+        )
+        if label_result:
+            word = label_result.group(1)  # "Negative: CK20, CDX2."
+        elif r:
             word = r.group("r")
+        elif _SHOWN_EXPRESSION.match(after) and _SHOWS.search(before[-80:]):
+            word = "expression"  # "the carcinoma showed diffuse nuclear WT1 expression"
         else:
-            before = text[c.start : m.start()]
-            b = _RESULT_BEFORE.search(before[-140:])
+            seg = before[-140:]
+            b = _nearest_result(seg)
             if b:
                 word = b.group("r")
+                lead = seg[: b.start()]
+                if b.group("neg") is None and re.search(
+                    r"\b(?:loss|absence|lack|lost)\s+(?:of\s+)?(?:\w+\s+)?$", lead, re.I
+                ):
+                    word = "loss of"  # "loss of expression of MLH1 and PMS2"
                 if b.group("neg") is None and re.search(
                     r"\b(?:no|not|without)\s+(?:\w+\s+)?$", before[-140:][: b.start()]
                 ):
