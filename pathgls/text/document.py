@@ -268,6 +268,11 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     cassette = _CASSETTE.match(line) and not _OCR_PART.match(line)
     if (region not in _PART_REGIONS or cassette) and not _PART_WORD.match(line):
         return None, 0
+    ref = _SPECIMENS_INVOLVED.match(line)
+    if ref and region in _PART_REGIONS | {"synoptic"}:
+        return ref.group("l").upper(), ref.end()  # a checklist's "Specimens: A: PROSTATE"
+    if re.match(r"[ \t\-*•]*(?:parts?|specimens?)\s?\(s\)", line, re.I):
+        return None, 0  # "Specimen(s) received": a plural, not part S
     m = _OCR_PART.match(line)
     if m:
         return m.group("l").upper(), m.end()
@@ -277,6 +282,8 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     label = m.group("b") or m.group("l") or m.group("w")
     if label is None or (m.group("w") and not m.group("word")):
         return None, 0
+    if m.group("word") and label.isalpha() and line[m.start("l" if m.group("l") else "w") - 1 :][:1].isalpha():
+        return None, 0  # "Specimens:": a plural, not part S
     label = label.upper()
     rest = line[m.end() :]
     q = _RECEIVED_AS.match(rest)
@@ -295,6 +302,9 @@ _RECEIVED_AS = re.compile(
     r"[\s.]*(?:the\s+)?(?:specimen\s+(?:is\s+|was\s+)?)?(?:received|submitted)\b[^\"“\n]{0,80}?"
     r"\b(?:labell?ed|designated|marked|identified|titled)\b[^\"“\n]{0,40}?[\"“](?P<t>[^\"”\n]{2,80})[\"”]",
     re.I,
+)
+_SPECIMENS_INVOLVED = re.compile(
+    r"[ \t]*specimens?(?:\s+involved)?\s*:\s*(?P<l>[A-Z]|\d{1,2})\s*[:.)]\s*(?=\S)", re.I
 )
 _PART_WORD = re.compile(r"[ \t\-*•]*(?:part|specimen)\s*#?\s*[A-Za-z0-9]{1,2}\b", re.I)
 _SPECIMEN_WORDS = re.compile(

@@ -53,8 +53,11 @@ class Context:
         )
         ctx = cls(text, s, cl, label, s.value_start if label else -1, topic, has_parts, s.part)
         lead = _PART_LEAD.match(text, s.start, s.end) or _PART_TAIL.search(text, s.start, s.end)
+        dash = _PART_DASH.match(text, s.start, s.end)
         if lead:
             ctx.part = lead.group("p").upper()
+        elif dash and dash.group("p") in (part_titles or {}):
+            ctx.part = dash.group("p")  # "A - The bladder resection contains …"
         ctx.part_title = (part_titles or {}).get(ctx.part or "", "")
         ctx._starts = [c.start for c in cl]
         return ctx
@@ -198,6 +201,7 @@ _PART_LEAD = re.compile(
     r"\W*(?:(?:in|for|within|regarding)\s+)?(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\b"
     r"(?!\s*[-–]\s*\d)"  # not "specimens 1-3"
 )
+_PART_DASH = re.compile(r"\W*(?P<p>[A-Z])\s+[-–]\s+(?=[A-Z][a-z])")
 #: "… in the left lower lobe, part D." names its part at the end.
 _PART_TAIL = re.compile(r",\s*(?i:specimen|part)\s+#?\s*(?P<p>[A-Z]|\d{1,2})\s*[.)]?\s*$")
 

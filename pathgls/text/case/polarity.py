@@ -32,7 +32,7 @@ _PRE_NEG = re.compile(
 _POST_NEG = re.compile(
     r"^(?:[\s,:;=\-]|\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
     r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
-    r"differentiation|elements?|cells?)\b)*"
+    r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
     r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"
     r"appreciated|demonstrated|involved|visualized|recognized|apparent|definitively\s+identified)"
     r"|negative|none(?:\s+(?:identified|seen|present))?|no\b(?=\s*(?:[.,;)]|$))|nil|uninvolved|free|clear(?!\s+cell)|not\s+applicable|\(\s*-\s*\)|"

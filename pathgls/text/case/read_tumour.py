@@ -37,7 +37,7 @@ _COPULA = re.compile(
 _LEAD = re.compile(
     r"^[\s\-*•:]*(?:(?:invasive|infiltrating|residual|primary|multifocal|bilateral|focal|"
     r"predominantly|mostly|extensive|high|low|grade|moderately|well|poorly|differentiated|"
-    r"anaplastic|recurrent|histologic(?:al)?|nuclear|the|a|an|malignant|benign|"
+    r"anaplastic|recurrent|histologic(?:al)?|nuclear|the|a|an|malignant|benign|papillary|"
     r"diagnosis|consistent\s+with|compatible\s+with)[\s,\-:]+){0,4}$",
     re.I,
 )
@@ -45,6 +45,14 @@ _MIXED = re.compile(
     r"\b(?:mixed|combined|with\s+(?:an?\s+)?(?:focal\s+)?\w+\s+(?:component|features|"
     r"differentiation)|component|collision|biphasic|and\s+(?:an?\s+)?(?:\w+\s+){0,3}"
     r"(?:carcinoma|adenocarcinoma|sarcoma|tumou?r))\b",
+    re.I,
+)
+#: "OVARY WITH POORLY DIFFERENTIATED …", "Prostate, showing adenocarcinoma": the diagnosis of
+#: the organ a diagnosis line names first.
+_ORGAN_WITH = re.compile(
+    r"^[\s\-*•:]*(?:[A-Za-z\-]+[\s,]+){1,3}(?:with|showing|involved\s+by|containing|harbou?ring)\s+"
+    r"(?:(?:an?|the|invasive|infiltrating|residual|multifocal|focal|extensive|high|low|grade|"
+    r"moderately|well|poorly|differentiated|anaplastic|recurrent|papillary|solid|cystic)[\s,\-]+){0,4}$",
     re.I,
 )
 _ARISING = re.compile(
@@ -106,7 +114,7 @@ def read_type(ctx: Context) -> None:
             )
             or (
                 ctx.region in ("diagnosis", "other")
-                and _LEAD.match(before)
+                and (_LEAD.match(before) or _ORGAN_WITH.match(before))
                 and c.start == _body(ctx)
             )
             or (
@@ -257,6 +265,9 @@ _SYSTEMS = {
 }
 
 
+_DIAGNOSIS_NEXT = re.compile(r"[\s,\-]*(?:(?:papillary|solid|cystic|invasive|infiltrating)\s+)*", re.I)
+
+
 def read_grade(ctx: Context) -> None:
     """Grades by system (facts keyed gleason, grade_group, nottingham, nottingham_score,
     fuhrman, figo, who, histologic, nuclear, two_tier, differentiation)."""
@@ -279,6 +290,10 @@ def read_grade(ctx: Context) -> None:
             return  # a generic grade in prose must be said of the tumour ("the tumour is grade 2")
         taken.append((m.start(), m.end()))
         subject = ctx.subject(m.start())
+        if _DIAGNOSIS_NEXT.match(text, m.end(), ctx.end) and vocabulary().diagnoses.match(
+            text, _DIAGNOSIS_NEXT.match(text, m.end(), ctx.end).end(), ctx.end
+        ):
+            subject = None  # "OVARY WITH POORLY DIFFERENTIATED SEROUS CARCINOMA": the carcinoma's
         target = ctx.target(subject, "tumour")
         if target.kind in ("margin", "nodes", "population", "tissue", "part"):
             return
