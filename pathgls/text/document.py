@@ -189,6 +189,12 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
         line = text[ls:le]
         if not line.strip():
             continue
+        if region == "admin" and _CLINICAL_FIELD.match(line):
+            # "TUMOR SITE: PANCREAS TAIL." after "TISSUE COLD ISCHEMIA TIME:": the checklist
+            # has begun, whatever administrative field came before it
+            region = "synoptic"
+            part = before_admin[1] if before_admin is not None else part
+            before_admin = None
         label, title_start = _part_label(line, region)
         if (
             label is None
@@ -301,6 +307,14 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
 _RECEIVED_AS = re.compile(
     r"[\s.]*(?:the\s+)?(?:specimen\s+(?:is\s+|was\s+)?)?(?:received|submitted)\b[^\"“\n]{0,80}?"
     r"\b(?:labell?ed|designated|marked|identified|titled)\b[^\"“\n]{0,40}?[\"“](?P<t>[^\"”\n]{2,80})[\"”]",
+    re.I,
+)
+#: A checklist field about the tumour (the end of an administrative block).
+_CLINICAL_FIELD = re.compile(
+    r"[ \t\-*•]*(?:\d{1,2}[.)]\s*)?(?:tumou?r\s+(?:site|size|type|focality|extent|location)|"
+    r"histologic(?:al)?\s+(?:type|grade)|(?:lymph[\s\-]*)?vascular\s+invasion|perineural\s+invasion|"
+    r"(?:surgical\s+)?margins?|lymph\s+nodes?|pathologic(?:al)?\s+stag\w*|extent\s+of\s+invasion|"
+    r"primary\s+tumou?r|regional\s+lymph\s+nodes|gleason|laterality)[^:\n]{0,30}:",
     re.I,
 )
 _SPECIMENS_INVOLVED = re.compile(

@@ -217,7 +217,7 @@ _SYSTEM_GRADE = re.compile(
     r"(?P<sys>fuhrman|isup|who\s*/\s*isup|isup\s*/\s*who|figo|nottingham|who|bloom[\s\-]+"
     r"richardson|elston|histologic(?:al)?|nuclear|overall|combined|tumou?r|architectural)?"
     r"(?:\s+(?:nuclear|histologic(?:al)?|combined|modified|architectural))?\s*grade\s*"
-    r"(?:is|of|[:=\-])?\s*(?:\(?\s*)?(?P<n>[1-4]|I{1,3}V?|IV)\b(?:\s*(?:/|of|out\s+of)\s*"
+    r"(?:/\s*differentiation\s*)?(?:is|of|[:=\-])?\s*(?:\(?\s*)?(?P<n>[1-4]|I{1,3}V?|IV)\b(?:\s*(?:/|of|out\s+of)\s*"
     r"(?P<d>[34]|III|IV)\b)?",
     re.I,
 )
@@ -265,7 +265,9 @@ _SYSTEMS = {
 }
 
 
-_DIAGNOSIS_NEXT = re.compile(r"[\s,\-]*(?:(?:papillary|solid|cystic|invasive|infiltrating)\s+)*", re.I)
+_DIAGNOSIS_NEXT = re.compile(
+    r"[\s,\-]*(?:(?:papillary|solid|cystic|invasive|infiltrating)\s+)*", re.I
+)
 
 
 def read_grade(ctx: Context) -> None:
@@ -354,7 +356,15 @@ def read_grade(ctx: Context) -> None:
         add(system, _num(m.group("n")), m, note)
     for m in _G_TOKEN.finditer(text, ctx.start, ctx.end):
         system = _label_system(lab) or "histologic"
-        graded = "grade" in lab or _G_CONTEXT.match(text, m.end(), ctx.end)
+        graded = (
+            "grade" in lab
+            or _G_CONTEXT.match(text, m.end(), ctx.end)
+            # "Transitional cell carcinoma G1 pT2", "adenocarcinoma, G3": beside the type or stage
+            or re.match(r"[\s,;]+p?T(?:[0-4]|is|a\b)", text[m.end() : m.end() + 8])
+            or re.search(
+                r"(?:carcinoma|oma)[\s,;]+$", text[max(ctx.start, m.start() - 20) : m.start()], re.I
+            )
+        )
         if system != "gleason" and graded and not _RANGE.match(text, m.end(), ctx.end):
             add(system, int(m.group("n")), m, "G")
     for m in _DIFF.finditer(text, ctx.start, ctx.end):
