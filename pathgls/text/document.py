@@ -288,7 +288,11 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     label = m.group("b") or m.group("l") or m.group("w")
     if label is None or (m.group("w") and not m.group("word")):
         return None, 0
-    if m.group("word") and label.isalpha() and line[m.start("l" if m.group("l") else "w") - 1 :][:1].isalpha():
+    if (
+        m.group("word")
+        and label.isalpha()
+        and line[m.start("l" if m.group("l") else "w") - 1 :][:1].isalpha()
+    ):
         return None, 0  # "Specimens:": a plural, not part S
     label = label.upper()
     rest = line[m.end() :]

@@ -131,6 +131,10 @@ class Context:
         rest = (self.text[self.start : start] + " " + self.text[end : self.end]).strip(
             " .,;:-*•\n\t"
         )
+        if re.search(
+            r"\b(?:invad|infiltrat|extend|involv|penetrat)\w*", self.text[start:end], re.I
+        ):
+            return False  # "Tumor extends into perinephric fat.": a verb makes it a sentence
         return len(rest.split()) <= 1 and not re.search(
             r"\b(?:present|identified|seen|noted|focal|extensive|positive|yes|no|not|with)\b",
             rest,

@@ -49,8 +49,8 @@ _POST_POS = re.compile(
 _HEDGE_BEFORE = re.compile(
     r"(?<![A-Za-z])(?:possible|possibly|suspicious|suspicion|suspect(?:ed)?|equivocal|"
     r"indeterminate|questionable|question\s+of|probable|probably|likely|may|might|could|"
-    r"favou?r(?:ed|s)?|suggestive|suggest(?:s|ing)?|no\s+definite|no\s+definitive|no\s+"
-    r"convincing|no\s+unequivocal|not\s+definite|not\s+definitively|not\s+clearly|not\s+"
+    r"favou?r(?:ed|s)?|suggestive|suggest(?:s|ing)?|no\s+convincing|no\s+unequivocal|not\s+definite|not\s+definitively|"
+    r"not\s+clearly|not\s+"
     r"entirely|not\s+definitely|cannot\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|"
     r"can\s*not\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|rule\s+out|r/o|focal\s+areas"
     r"\s+suspicious|atypical\s+(?:cells|glands)\s+suspicious|concerning\s+for|worrisome|"
@@ -168,7 +168,7 @@ def _coordinated(gap: str) -> bool:
     if not g or len(g.split()) > 6 or _COORD_STOP.search(g):
         return False
     return (
-        bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g))
+        bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g, re.I))
         and _COORD_GAP.fullmatch(g + " ") is not None
     )
 

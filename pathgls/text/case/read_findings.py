@@ -166,6 +166,10 @@ def read_extent(ctx: Context) -> None:
         if target.kind == "tissue":
             continue
         pol = _extent_polarity(ctx, start, m)
+        if start < m.start() and re.search(
+            r"\b(?:without|no|not)\b", ctx.text[start : m.start()], re.I
+        ):
+            pol = ABSENT  # "involves the epithelium without cervical stromal invasion"
         if pol == ABSENT and trigger and re.search(r"\bthrough\b", trigger.group(), re.I):
             continue  # "not through the capsule": into it, but not beyond
         if re.search(

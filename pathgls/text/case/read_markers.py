@@ -55,7 +55,9 @@ def _coordinated_result(ctx: Context, m: re.Match[str], end: int) -> re.Match[st
     vocab = vocabulary()
     pos = m.end()
     for _ in range(6):
-        sep = re.match(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|&)\s+|/)\s*", ctx.text[pos:end])
+        sep = re.match(
+            r"\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|&)\s+|/)\s*", ctx.text[pos:end], re.I
+        )
         if not sep:
             return None
         nxt = vocab.markers.match(ctx.text, pos + sep.end(), end)
@@ -238,7 +240,7 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
                 ):
                     word = "loss of"  # "loss of expression of MLH1 and PMS2"
                 if b.group("neg") is None and re.search(
-                    r"\b(?:no|not|without)\s+(?:\w+\s+)?$", before[-140:][: b.start()]
+                    r"\b(?:no|not|without)\s+(?:\w+\s+)?$", before[-140:][: b.start()], re.I
                 ):
                     word = "no " + word
         if word is None:
