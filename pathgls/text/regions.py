@@ -260,8 +260,11 @@ def _plain_heading(title: str) -> bool:
     if len(title) > 60 or re.search(r"[()\d]", title):
         return False
     words = normalize_heading(title).split()
-    if not words or (len(words) == 1 and words[0] in _COLON_ONLY):
+    if not words:
         return False
+    if len(words) == 1 and words[0] in _COLON_ONLY:
+        # "SUMMARY" alone in capitals opens the summary; "Tissue" or "TUMOR" alone may be text
+        return title.isupper() and words[0] in ("summary", "history", "note", "notes")
     return title.isupper() or all(w[:1].isupper() for w in title.split() if len(w) > 3)
 
 

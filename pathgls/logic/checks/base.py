@@ -30,6 +30,13 @@ _NOT_TUMOUR_AFTER = re.compile(
     r"vascular|angiolymphatic|invasion|endometriosis|adenomyosis|intraepithelial|microcalcification)",
     re.I,
 )
+#: Cues of one cancer in several foci, not of separate tumours.
+_FOCI = re.compile(
+    r"multifocal|multicentric|(?:multiple|several|two|three|2|3)\s+(?:[\w\-]+\s+){0,4}?(?:foci|focus)",
+    re.I,
+)
+#: "grade 3 transitional cell carcinoma": a number that grades or stages, not a count.
+_NUMBERED_BEFORE = re.compile(r"\b(?:grade|stage|type|level|pattern|group|figo|who|g)\s*$", re.I)
 _DENIED_BEFORE = re.compile(
     r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
     r"(?:\w+\s+){0,2}$",
@@ -105,7 +112,16 @@ class CaseView:
 
     @functools.cached_property
     def multiple(self) -> frozenset[str | None]:
-        """Parts (None: the case) whose statements speak of several tumours."""
+        """Parts (None: the case) whose statements speak of several tumours or foci."""
+        return self._multiple(foci=True)
+
+    @functools.cached_property
+    def separate(self) -> frozenset[str | None]:
+        """Parts whose statements speak of separate tumours ("a second tumour", "tumour #2"),
+        not of one multifocal cancer: its invasion findings are still the case's."""
+        return self._multiple(foci=False)
+
+    def _multiple(self, *, foci: bool) -> frozenset[str | None]:
         from pathgls.text.case.vocab import vocabulary
 
         vocab = vocabulary()
@@ -115,6 +131,8 @@ class CaseView:
             if not s.is_assertion or not any(
                 not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
                 and not _NOT_TUMOUR_AFTER.match(text, m.end())
+                and (foci or not _FOCI.fullmatch(m.group()))
+                and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
                 for m in _MULTI.finditer(text)
             ):
                 continue  # "without additional focal lesion" speaks of one tumour

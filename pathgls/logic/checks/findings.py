@@ -22,7 +22,10 @@ def check_findings(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             for a, b in view.pairs(group):
                 if a.value == b.value:
                     continue
-                several = view.multiple & {a.target.part, b.target.part}
+                # the foci of one multifocal cancer may differ in depth, not in whether it
+                # invades vessels or nerves
+                cues = view.separate if slot == "invasion" else view.multiple
+                several = cues & {a.target.part, b.target.part}
                 if several and a.target.kind == "tumour" and slot != "finding":
                     continue
                 what = key if slot != "extent" else f"involvement of the {key}"

@@ -52,7 +52,7 @@ READERS = (
     read_presence,
     read_behaviour,
 )
-_GROSS_READERS = (read_side,)
+_GROSS_READERS = (read_side, read_invasion)
 _SIDE = re.compile(r"(?<![A-Za-z])(left|right)(?![A-Za-z])", re.I)
 _NODE_TITLE = re.compile(r"(?<![A-Za-z])(?:lymph[\s\-]*nodes?|nodes?)(?![A-Za-z])", re.I)
 _ORGANS = (

@@ -86,6 +86,15 @@ def read_invasion(ctx: Context) -> None:
         target = _tumour_target(ctx, m.start())
         if target.kind in ("margin", "nodes", "population"):
             continue  # "perineural invasion at the margin" is a margin statement
+        if ctx.region == "gross":
+            # vessels and nerves are seen under the microscope: a sentence about them under a
+            # gross heading is microscopy written there ("No lymphovascular invasion is noted.")
+            p = ctx.polarity(m.start(), m.end())
+            if p == UNCERTAIN or ctx.bare(m.start(), m.end()):
+                continue
+            value = "absent" if p == ABSENT else "present"
+            ctx.add("invasion", kind, value, m.start(), m.end(), target=target)
+            continue
         ctx.add_polar("invasion", kind, m.start(), m.end(), target=target)
 
 

@@ -8,6 +8,7 @@ its system. Sizes are read only of the tumour (never of a specimen, a fragment o
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from pathgls.text.case.context import Context
@@ -35,7 +36,8 @@ _COPULA = re.compile(
     re.I,
 )
 _LEAD = re.compile(
-    r"^[\s\-*•:]*(?:(?:invasive|infiltrating|residual|primary|multifocal|bilateral|focal|"
+    r"^[\s\-*•:]*(?:(?:grade\s+(?:[1-4]|I{1,3}V?)(?:\s*/\s*[34])?|invasive|infiltrating|residual|"
+    r"primary|multifocal|bilateral|focal|"
     r"predominantly|mostly|extensive|high|low|grade|moderately|well|poorly|differentiated|"
     r"anaplastic|recurrent|histologic(?:al)?|nuclear|the|a|an|malignant|benign|papillary|"
     r"diagnosis|consistent\s+with|compatible\s+with)[\s,\-:]+){0,4}$",
@@ -373,6 +375,17 @@ def read_grade(ctx: Context) -> None:
         add("differentiation", (min(a, b), max(a, b)), m)
     for m in _TWO_TIER.finditer(text, ctx.start, ctx.end):
         add("two_tier", m.group("v").lower(), m)
+    # "a predominant grade 3 nuclear grade and scattered foci of grade 4": one statement giving
+    # one system two grades grades areas of the tumour, not the tumour
+    mine = [
+        i
+        for i, f in enumerate(ctx.facts)
+        if f.slot == "grade" and f.statement == ctx.statement.index
+    ]
+    for i in mine:
+        f = ctx.facts[i]
+        if any(ctx.facts[j].key == f.key and ctx.facts[j].value != f.value for j in mine):
+            ctx.facts[i] = dataclasses.replace(f, certain=False, note=(f.note + " mixed").strip())
 
 
 _RANGE_BEFORE = re.compile(

@@ -76,7 +76,10 @@ INVASION_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
             r"(?:intra)?neural\s+invasion",
             r"nerve\s+invasion",
             r"invasion\s+of\s+nerves?",
-            r"tracks?\s+along\s+nerves?",
+            r"(?:tracks?|tracking|infiltrat\w*|spread\w*|grow\w*|extend\w*)\s+along\s+(?:the\s+)?"
+            r"(?:nerves?|nerve\s+(?:twigs|fibers|fibres|bundles|branches|sheaths?))",
+            r"(?:surround\w*|encircl\w*|wrap\w*)\s+(?:the\s+|small\s+)?nerves?",
+            r"neurotropic\s+(?:spread|invasion|growth)",
         ),
     }
 )
@@ -114,7 +117,8 @@ STRUCTURE_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
         "myometrium": r"myometri(?:um|al)",
         "cervical stroma": r"cervical\s+stroma(?:l)?|endocervical\s+stroma|cervix|endocervix",
         "parametrium": r"parametri(?:um|al\s+(?:tissue|soft\s+tissue))",
-        "ovarian surface": r"ovarian\s+surface|surface\s+of\s+(?:the\s+)?ovary",
+        "ovarian surface": r"ovarian\s+(?:(?:external|exterior|outer)\s+)?surface|(?:external\s+|"
+        r"exterior\s+|outer\s+)?surface\s+of\s+(?:the\s+)?(?:(?:left|right)\s+)?ovary",
         "fallopian tube": r"fallopian\s+tubes?",
         "omentum": r"omentum",
         "peripancreatic tissue": r"peri-?\s?pancreatic(?:\s+(?:fat|adipose(?:\s+tissue)?|soft\s+"
