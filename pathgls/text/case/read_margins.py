@@ -74,6 +74,7 @@ def read_margins(ctx: Context) -> None:
             )
         return
     mentions = [sm for sm in subjects_in(text, ctx.start, ctx.end) if sm.kind == "margin"]
+    statuses = _coordinated_statuses(ctx, mentions)
     for i, sm in enumerate(mentions):
         if sm.partial or (ctx.in_label(sm.start) and _names_other_margins(ctx, mentions)):
             continue
@@ -89,7 +90,7 @@ def read_margins(ctx: Context) -> None:
             r"\b(?:from|to\s+within|within)\s+(?:the\s+)?$", before[-20:], re.I
         ):
             continue  # a distance to the margin, read below; no status
-        status = _status_after(after) or _status_before(before)
+        status = _status_after(after) or _status_before(before) or statuses.get(i)
         if status is None:
             continue
         if (
@@ -113,6 +114,19 @@ def read_margins(ctx: Context) -> None:
             certain=certain,
             note="close" if close else "",
         )
+        listed = _SHARED_NOUN.search(text, max(c.start, sm.start - 80), sm.start)
+        for w in re.findall(r"[A-Za-z\-]+", listed.group("list")) if listed and sm.name else []:
+            if w.lower() not in ("and", "or") and clean_name(w):
+                # "the bronchial, vascular and pleural margins are free": each is free
+                ctx.add(
+                    "margin",
+                    qual,
+                    status,
+                    listed.start("list"),
+                    sm.end,
+                    target=Target("margin", ctx.part, clean_name(w)),
+                    certain=certain,
+                )
     for m in re.finditer(
         r"(?<![A-Za-z])(?:at|on|to)\s+(?:the\s+)?ink(?:ed\s+surface)?\b",
         text[ctx.start : ctx.end],
@@ -192,6 +206,9 @@ _AFTER_INVOLVED = re.compile(
     re.I,
 )
 _BEFORE_INVOLVED = re.compile(
+    # "carcinoma in situ found in the right and left distal ureter and apical urethral margin"
+    r"(?:present|seen|identified|found|noted)\s+(?:in|at)\s+(?:[\w\-/]+[\s,]+){1,8}?(?:and|or)\s+"
+    r"(?:the\s+)?$|"
     r"(?P<neg>\b(?:no|not|without|never|nor)\b[^.;]{0,40})?(?:present|seen|identified|found|"
     r"tumou?r|carcinoma|cis|dcis|involv\w*|extend\w*|extension|reach\w*|abut\w*|transect\w*|"
     r"touch\w*|positive)\s+(?:\w+\s+){0,2}?(?:at|to|into|on|involving|for|of)?\s*(?:the\s+)?"
@@ -203,6 +220,46 @@ _BEFORE_FREE = re.compile(
     r"(?:the\s+)?(?:inked\s+)?$",
     re.I,
 )
+
+
+_SHARED_NOUN = re.compile(
+    r"(?<![A-Za-z\-])(?P<list>(?:[A-Za-z\-]{3,}\s*,\s*){0,4}[A-Za-z\-]{3,}\s*,?\s+(?:and|or)\s+)$",
+    re.I,
+)
+_COORDINATOR = re.compile(
+    r"[\s,]*(?:(?:and|or|as\s+well\s+as|including|incl\.?|together\s+with)\b)?[\s,]*(?:the\s+)?"
+    r"(?:[\w\-/]+\s+){0,3}?$",
+    re.I,
+)
+
+
+def _coordinated_statuses(ctx: Context, mentions: list[Subject]) -> dict[int, str]:
+    """Statuses margins share with their neighbours in a list: "involves the prostatic margins
+    and the distal urethral margin", "all margins, including the apical margin, are free"."""
+    text = ctx.text
+    own: dict[int, str] = {}
+    for i, sm in enumerate(mentions):
+        c = ctx.clause(sm.start)
+        nxt = next((o.start for o in mentions[i + 1 :] if o.start >= sm.end), c.end)
+        prev = max((o.end for o in mentions[:i] if o.end <= sm.start), default=c.start)
+        s = _status_after(text[sm.end : min(c.end, nxt)]) or _status_before(
+            text[max(c.start, prev) : sm.start]
+        )
+        if s is not None:
+            own[i] = s
+    out: dict[int, str] = {}
+    for i in range(len(mentions)):
+        if i in own:
+            continue
+        for j in (i - 1, i + 1):  # the neighbour the list joins it to
+            if j not in own or not 0 <= j < len(mentions):
+                continue
+            a, b = sorted((mentions[i], mentions[j]), key=lambda s: s.start)
+            gap = text[a.end : b.start]
+            if len(gap) <= 40 and "." not in gap and ";" not in gap and _COORDINATOR.fullmatch(gap):
+                out[i] = own[j]
+                break
+    return out
 
 
 def _status_after(after: str) -> str | None:
