@@ -36,7 +36,9 @@ _FOCI = re.compile(
     re.I,
 )
 #: "grade 3 transitional cell carcinoma": a number that grades or stages, not a count.
-_NUMBERED_BEFORE = re.compile(r"\b(?:grade|stage|type|level|pattern|group|figo|who|g)\s*$", re.I)
+_NUMBERED_BEFORE = re.compile(
+    r"\b(?:grade|stage|type|level|pattern|group|figo|who|g)\s*$|(?:x|×)\s*$", re.I
+)
 _DENIED_BEFORE = re.compile(
     r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
     r"(?:\w+\s+){0,2}$",
@@ -133,6 +135,9 @@ class CaseView:
                 and not _NOT_TUMOUR_AFTER.match(text, m.end())
                 and (foci or not _FOCI.fullmatch(m.group()))
                 and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
+                and not re.match(
+                    r"\d\s*(?:x|×|cm|mm|\.\d)", m.group(), re.I
+                )  # "6 x 3 x 2 cm tumor"
                 for m in _MULTI.finditer(text)
             ):
                 continue  # "without additional focal lesion" speaks of one tumour

@@ -201,6 +201,7 @@ def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     f"p{cat} ({organ}) needs involvement of the {' or '.join(needs[key])}",
                 )
     yield from _depth(view, w)
+    yield from check_depths(view, w)
     yield from _nodes(view, w)
 
 
@@ -245,6 +246,38 @@ def _uterus_scheme(view: CaseView, s: Fact) -> str | None:
     if any(str(f.value).startswith(("T1c", "IC")) for f in view.facts("stage", kind="tumour")):
         return "old"  # only the old scheme has a stage IC
     return None
+
+
+def check_depths(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """Two depths of myometrial invasion of one tumour: fractions on either side of half the
+    wall, or depths in mm beyond rounding and measuring."""
+    depths = view.facts("depth", kind="tumour")
+    fractions = [f for f in depths if f.key == "myometrium"]
+    for a, b in view.pairs(fractions):
+        lo, hi = sorted((float(a.value), float(b.value)))
+        if lo < 0.45 and hi >= 0.55 and hi - lo >= 0.2:
+            yield conflict(
+                "stage_extent",
+                w.stage_extent,
+                a,
+                b,
+                f"myometrial invasion of {lo:.0%} and of {hi:.0%} (either side of half the wall)",
+            )
+        else:
+            yield compared("stage_extent", a, b)
+    mms = [f for f in depths if f.key == "myometrium_mm"]
+    for a, b in view.pairs(mms):
+        lo, hi = sorted((float(a.value), float(b.value)))
+        if lo > 0 and hi / lo >= 1.5 and hi - lo >= 3.0:
+            yield conflict(
+                "stage_extent",
+                w.stage_extent,
+                a,
+                b,
+                f"myometrial invasion {lo:g} mm deep and {hi:g} mm deep",
+            )
+        else:
+            yield compared("stage_extent", a, b)
 
 
 def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:

@@ -312,7 +312,7 @@ SIZE_DIFF_CM = 0.8
 
 def check_size(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """Two sizes of the same tumour beyond rounding and measurement differences."""
-    facts = view.facts("size", kind="tumour")
+    facts = [f for f in view.facts("size", kind="tumour") if "residual" not in f.note]
     for a, b in view.pairs(facts):
         if view.multiple & {a.target.part, b.target.part}:
             continue

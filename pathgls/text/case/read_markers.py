@@ -90,6 +90,13 @@ def _nearest_result(before: str) -> re.Match[str] | None:
     return None
 
 
+_POPULATION_AFTER = re.compile(
+    r"\b(?:in|within|of|by)\s+(?:the\s+)?(?:adjacent\s+|surrounding\s+|background\s+|residual\s+)?"
+    r"(?P<p>non-?neoplastic|normal|benign|uninvolved|stromal|inflammatory|lymphocytes?|"
+    r"endothelial|myoepithelial|basal|internal\s+control|background)\b|\(\s*(?P<c>internal\s+"
+    r"(?:positive\s+)?control)\s*\)",
+    re.I,
+)
 _PERFORMED = re.compile(
     r"\b(?:(?:are|were|was|is|be|been)\s+(?:performed|ordered|obtained|done|requested|pending|"
     r"attempted|examined|evaluated|reviewed)|will\s+be\s+(?:performed|reported)|to\s+be\s+performed|"
@@ -253,6 +260,11 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         ):
             method = method or "ish"
         subject = ctx.subject(m.start())
+        cells_after = _POPULATION_AFTER.search(text, m.end(), c.end)
+        if cells_after and (subject is None or subject.kind == "tumour"):
+            # "MLH1 staining is retained in the adjacent non-neoplastic stromal cells"
+            name = cells_after.group("p") or cells_after.group("c")
+            subject = Subject("population", " ".join(name.lower().split()), 0, 0)
         if subject is not None and subject.kind in ("population", "background", "tissue", "lesion"):
             explicit = subject
         elif subject is None and carried is not None:

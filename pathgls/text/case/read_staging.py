@@ -375,6 +375,13 @@ _DEPTH_WALL = re.compile(
     r"(?:wall|myometri\w*)\s+thickness[^:\d]{0,10}[:\s]\s*(?P<t>\d+(?:\.\d+)?)\s*(?P<tu>mm|cm)\b",
     re.I,
 )
+_DEPTH_MM = re.compile(
+    r"invad\w*\s+(?:to\s+a\s+depth\s+of\s+)?(?P<d>\d+(?:\.\d+)?)\s*(?P<du>mm|cm)\s+(?:into|of)\s+(?:the\s+)?"
+    r"(?:\d+(?:\.\d+)?\s*(?:mm|cm)\s+(?:thick\s+)?)?myometri|"
+    r"depth\s+of\s+(?:myometrial\s+)?invasion\s*(?:is|of|measures|:|=)?\s*(?:approximately\s+)?"
+    r"(?P<d2>\d+(?:\.\d+)?)\s*(?P<du2>mm|cm)\b",
+    re.I,
+)
 _NO_MYO = re.compile(
     r"(?:no|without|absence\s+of)\s+(?:\w+\s+){0,2}?myometrial\s+invasion|"
     r"(?:confined|limited)\s+to\s+(?:the\s+)?endometri|myometrial\s+invasion\s*:\s*"
@@ -402,6 +409,11 @@ def read_depth(ctx: Context) -> None:
     target = Target("tumour", ctx.part)
 
     def add(value: float, start: int, end: int, note: str = "") -> None:
+        c = ctx.clause(start)
+        if ctx.gross(start) or re.search(
+            r"lympho-?vascular|vascular|lvsi|lymphatic", text[c.start : start], re.I
+        ):
+            return  # a gross estimate, or how deep vessels are invaded: not the tumour's depth
         if ctx.polarity(start, end) == PRESENT or note == "none":
             ctx.add("depth", "myometrium", round(value, 3), start, end, target=target, note=note)
 
@@ -409,6 +421,11 @@ def read_depth(ctx: Context) -> None:
     if m:
         add(0.0, m.start(), m.end(), note="none")
         return
+    mm = _DEPTH_MM.search(text, ctx.start, ctx.end)
+    if mm and ctx.polarity(mm.start(), mm.end()) == PRESENT:
+        # "invades 1.2 cm into the myometrium", "maximum depth of myometrial invasion is 4.5 cm"
+        value = _mm(mm.group("d") or mm.group("d2"), mm.group("du") or mm.group("du2"))
+        ctx.add("depth", "myometrium_mm", value, mm.start(), mm.end(), target=target)
     m = _DEPTH_WALL.search(text, ctx.start, ctx.end) or _DEPTH_OF.search(text, ctx.start, ctx.end)
     if m:
         d, t = _mm(m.group("d"), m.group("du")), _mm(m.group("t"), m.group("tu"))
@@ -417,15 +434,19 @@ def read_depth(ctx: Context) -> None:
             return
     for m in _PERCENT.finditer(text, ctx.start, ctx.end):
         before = text[max(ctx.start, m.start() - 40) : m.start()].lower()
+        after = text[m.end() : min(ctx.end, m.end() + 40)].lower()
         if re.search(r"[<>≥≤]|less|more|greater|than", before):
             continue  # "less than 50%": read as a half below
-        if "myometri" in body.lower() or "percent" in lab:
+        if re.search(r"endomyometri|surface", before[-50:] + after[:20] + lab):
+            continue  # "Anterior endomyometrium: 100%": the surface involved, not a depth
+        near = re.search(r"myometri|depth|invasion", before + " " + after)
+        if near or ("percent" in lab and ctx.topic == "depth"):
             pct = float(m.group("p"))
             if 0 <= pct <= 100:
                 add(pct / 100.0, m.start(), m.end())
                 return
     m = _HALF.search(text, ctx.start, ctx.end)
-    if m:
+    if m and re.search(r"invasi|invad|extend|infiltrat|depth", lab + body, re.I):
         deep = bool(m.group("gt") or m.group("ge") or m.group("full")) or (
             (m.group("io") or "").lower() in ("outer", "deep")
         )

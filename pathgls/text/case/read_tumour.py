@@ -456,6 +456,14 @@ _NOT_SIZE_NEAR = re.compile(
 )
 
 
+_NOUN_AFTER_SIZE = re.compile(
+    r"\s*(?:\([^)]{0,20}\)\s*)?(?:(?!(?:with|and|of|in|from|to|or|the|a|an)\b)[\w\-]+\s+){0,2}?"
+    r"(?:tumou?r|mass|carcinoma|adenocarcinoma|"
+    r"neoplasm)\b(?!\s+(?:cells?|bed|free|deposit|nodules?|size|site|type|focality|extent))",
+    re.I,
+)
+
+
 def read_size(ctx: Context) -> None:
     """The tumour's greatest dimension in cm ("size" facts): from a size field, the size given
     with the diagnosis ("adenocarcinoma (3.5 cm)", "… 5.5 cm in greatest dimension") or "the
@@ -471,6 +479,14 @@ def read_size(ctx: Context) -> None:
         c = ctx.clause(m.start())
         near = text[max(c.start, m.start() - 60) : m.start()]
         after = text[m.end() : min(c.end, m.end() + 30)]
+        if _NOUN_AFTER_SIZE.match(text, m.end(), ctx.end) and not re.search(
+            r"\b(?:second|another|other|additional|separate|smaller|satellite)\s+$|\b(?:two|three|\d)\s+$|"
+            r"(?:than|>|<|≥|≤|up\s+to|least|exceed\w*|over|under)\s*$",
+            near[-25:],
+            re.I,
+        ):
+            found.append(m)  # "the specimen contained a 6 x 3 x 2 cm tumor invading …"
+            continue
         if _NOT_SIZE_NEAR.search(near[-35:]) or re.match(
             r"\s*(?:\)\s*)?(?:from|to|away|of\s+(?:the\s+)?margin|in\s+(?:length|depth|thickness)|deep|"
             r"thick|long|wide)",
@@ -515,7 +531,18 @@ def read_size(ctx: Context) -> None:
     target = Target("tumour", ctx.part)
     if subject is not None and subject.kind == "lesion" and not _is_main_type(subject.name):
         target = Target("lesion", ctx.part, subject.name)
-    ctx.add("size", "", round(value, 2), m.start(), m.end(), target=target)
+    residual = re.search(
+        r"\bresidual\b", text[max(ctx.start, m.start() - 80) : m.start()], re.I
+    )  # "residual adenocarcinoma, 1.5 cm": what a re-excision left, not the tumour
+    ctx.add(
+        "size",
+        "",
+        round(value, 2),
+        m.start(),
+        m.end(),
+        target=target,
+        note="residual" if residual else "",
+    )
 
 
 def _is_main_type(concept: str) -> bool:
