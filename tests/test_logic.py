@@ -162,6 +162,15 @@ FIRES = [
         ),
     ),
     (
+        "stage_nodes",
+        (
+            "A. Right pelvic lymph nodes, dissection: six lymph nodes, negative for carcinoma "
+            "(0/6).\nB. Left pelvic lymph nodes, dissection: four lymph nodes, negative for "
+            "carcinoma (0/4).\nC. Uterus, hysterectomy: endometrioid adenocarcinoma, FIGO grade "
+            "1. Pathologic stage: pT1a pN1."
+        ),
+    ),
+    (
         "node_status",
         (
             "Metastatic carcinoma in 3 of 15 axillary lymph nodes. No lymph node metastasis is "

@@ -108,8 +108,9 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 yield compared("node_counts", a, b)
     yield from _total_vs_stations(view, w, counts)
     status = [f for f in view.facts("node_status", kind="nodes") if "partial" not in f.note]
-    if view.primaries > 1:
-        return  # two primary tumours (a cystoprostatectomy, say): whose nodes is not certain
+    # two primary tumours (a cystoprostatectomy, say): whose nodes a statement is about is not
+    # certain, unless it speaks of all the nodes
+    several = view.primaries > 1
     for a in status:
         if a.value != "negative":
             continue
@@ -125,7 +126,7 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 and _covers(a.target.name, b.target.name)
                 and (_same_scope(view, a.target, b.target) or a.target.part is None)
             )
-            if same_station or all_nodes:
+            if (same_station and not several) or all_nodes:
                 yield conflict(
                     "node_status",
                     w.node_status,

@@ -356,6 +356,22 @@ def _node_evidence(view: CaseView) -> tuple[list[Fact], list[Fact], Fact | None]
     return positive, zeros, total
 
 
+def _every_node_part_negative(view: CaseView, zeros: list[Fact]) -> Fact | None:
+    """A zero count of every part that holds lymph nodes ("A. Right pelvic lymph nodes: 0/10",
+    "B. Left pelvic lymph nodes: 0/5"), when the report has such parts: one of those counts."""
+    node_parts = {
+        k
+        for k, p in view.case.parts.items()
+        if k is not None and re.search(r"lymph|\bnodes?\b", p.title, re.I)
+    }
+    if not node_parts:
+        return None
+    zero_parts = {f.target.part for f in zeros}
+    if not node_parts <= zero_parts:
+        return None
+    return next(f for f in zeros if f.target.part in node_parts)
+
+
 _TOTAL_WORDS = re.compile(r"\b(?:total|regional|all|overall)\b", re.I)
 _ALL_NEG = re.compile(r"\ball\b|\bno\s+(?:regional\s+)?(?:lymph\s+node|nodal)\s+metasta", re.I)
 
@@ -388,6 +404,16 @@ def _nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if total is not None and total.slot == "nodes" and int(total.value) == 0 and not positive:
             yield conflict(
                 "stage_nodes", w.stage_nodes, n, total, f"p{cat} with no positive lymph node"
+            )
+            continue
+        every = _every_node_part_negative(view, _zeros)
+        if total is None and every is not None and not positive:
+            yield conflict(
+                "stage_nodes",
+                w.stage_nodes,
+                n,
+                every,
+                f"p{cat} but every lymph node part is negative ('{view.text(every)}')",
             )
             continue
         if total is None or total.slot != "nodes":

@@ -312,7 +312,7 @@ def read_nodes(ctx: Context) -> None:
             continue
         neg = _NEG_STATUS.match(
             re.sub(
-                r"^[\W\s]*(?:\w+\s+){0,2}?(?:are|is|were|was|:)?\s*",
+                r"^\s*(?:,[^,.;:]{1,30},)?[\W\s]*(?:\w+\s+){0,2}?(?:are|is|were|was|:)?\s*",
                 "",
                 tail[len(m.group()) :] if not ctx.in_label(pos) else tail,
             )
