@@ -207,6 +207,17 @@ FIRES = [
 ]
 
 SILENT = [
+    # a second focus, a Gleason pattern, mixed nuclear grades, an OCR'd Roman numeral
+    (
+        "Prostatic adenocarcinoma, Gleason score 9 (4+5). The non-dominant tumor foci are of lower "
+        "histologic grade (Gleason score 6) and are confined to the prostate."
+    ),
+    "Prostatic adenocarcinoma, Gleason score 4+5=9. Tertiary Gleason grade 3 is present.",
+    (
+        "Clear cell renal cell carcinoma. Histologic grade: Grade 3. Most of the tumor shows grade "
+        "2 nuclei; in several areas, entire fields show Fuhrman grade 3 nuclei."
+    ),
+    "Anaplastic oligodendroglioma, WHO grade I II.",
     "Lymphovascular invasion: present. Perineural invasion: not identified.",
     "VENOUS (LARGE VESSEL) INVASION (V): Present\nLYMPHATIC (SMALL VESSEL) INVASION (L): Absent",
     # another organ, side, part, station, structure

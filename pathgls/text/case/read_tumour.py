@@ -351,11 +351,23 @@ def read_grade(ctx: Context) -> None:
         system = _SYSTEMS.get(sys_word.replace(" ", "")) or _SYSTEMS.get(sys_word)
         if system is None:
             system = _label_system(lab) or "histologic"
-        if system == "gleason" or "pattern" in lab:
+        if (
+            system == "gleason"
+            or "pattern" in lab
+            or _GLEASON_PATTERN.search(text, max(ctx.start, m.start() - 25), m.start())
+        ):
             continue  # "Gleason grade 3" is a pattern, read by the Gleason rule
+        if _PATTERN_AFTER.match(text, m.end(), ctx.end):
+            continue  # "grade 3 pattern also present", "a grade 4 component"
+        if system == "histologic" and not sys_word and _GLEASON_WORD.search(text):
+            continue  # a bare "Grade 4" in a Gleason-graded report names a pattern
         denominator = m.group("d")
         note = f"of {_num(denominator)}" if denominator else ""
-        add(system, _num(m.group("n")), m, note)
+        value = _num(m.group("n"))
+        split = _OCR_ROMAN_REST.match(text, m.end(), ctx.end)
+        if split and m.group("n").upper() in ("I", "II"):
+            value = min(4, value + len(split.group(1)))  # OCR: "grade I II" is grade III
+        add(system, value, m, note)
     for m in _G_TOKEN.finditer(text, ctx.start, ctx.end):
         system = _label_system(lab) or "histologic"
         graded = (
@@ -382,10 +394,39 @@ def read_grade(ctx: Context) -> None:
         for i, f in enumerate(ctx.facts)
         if f.slot == "grade" and f.statement == ctx.statement.index
     ]
+    other_focus = _OTHER_FOCUS.search(text, ctx.start, ctx.end) is not None
     for i in mine:
         f = ctx.facts[i]
-        if any(ctx.facts[j].key == f.key and ctx.facts[j].value != f.value for j in mine):
+        family = _GRADE_FAMILY.get(f.key, f.key)
+        if any(
+            _GRADE_FAMILY.get(ctx.facts[j].key, ctx.facts[j].key) == family
+            and ctx.facts[j].value != f.value
+            for j in mine
+        ):
             ctx.facts[i] = dataclasses.replace(f, certain=False, note=(f.note + " mixed").strip())
+        elif other_focus:
+            note = (f.note + " another focus").strip()
+            ctx.facts[i] = dataclasses.replace(f, certain=False, note=note)
+
+
+_GLEASON_PATTERN = re.compile(
+    r"gleason(?:'?s)?\s*(?:primary|secondary|tertiary)?\s*$|"
+    r"(?:primary|secondary|tertiary|terilary)\s+(?:gleason\s+)?$",
+    re.I,
+)
+_GLEASON_WORD = re.compile(r"\bgleason\b", re.I)
+_PATTERN_AFTER = re.compile(r"\s*(?:pattern|component|areas?)\b", re.I)
+_OCR_ROMAN_REST = re.compile(r"\s(I{1,2})\b(?!\s*(?:/|-|or\b|to\b))")
+#: A statement about a second tumour focus ("this tumor focus is of lower histologic grade",
+#: "the non-dominant tumor foci"): its grades are the focus's, not the case's.
+_OTHER_FOCUS = re.compile(
+    r"\b(?:non[\s\-]?dominant|other|another|second|separate|smaller|additional)\s+"
+    r"(?:\w+\s+){0,2}?(?:focus|foci|nodules?|tumou?rs?|lesions?)\b|"
+    r"\btumou?r\s+(?:focus|foci)\b|\b(?:lower|higher)\s+(?:histologic\s+)?grade\b|"
+    r"\b(?:at|involv\w*|positive)\s+(?:\w+\s+){0,2}margins?\b",
+    re.I,
+)
+_GRADE_FAMILY = {"histologic": "nuclear", "fuhrman": "nuclear", "nuclear": "nuclear"}
 
 
 _RANGE_BEFORE = re.compile(
