@@ -218,6 +218,17 @@ SILENT = [
         "2 nuclei; in several areas, entire fields show Fuhrman grade 3 nuclei."
     ),
     "Anaplastic oligodendroglioma, WHO grade I II.",
+    # an amount is no status; pushing is not invading; a structure in the specimen; one side
+    "Glioblastoma.\nSample 1: 0% of tumor necrosis.\nSample 2: 20% of tumor necrosis.",
+    (
+        "Clear cell renal cell carcinoma. The tumor pushes into the renal sinus; however, "
+        "invasion into the renal sinus adipose tissue is not seen."
+    ),
+    "Pancreatic ductal adenocarcinoma.\nAmpulla: Present\nInvolvement of the ampulla: Absent",
+    (
+        "A. Serous carcinoma of the left ovary.\nFallopian tube: positive for tumor.\nRight "
+        "fallopian tube: negative for carcinoma."
+    ),
     "Lymphovascular invasion: present. Perineural invasion: not identified.",
     "VENOUS (LARGE VESSEL) INVASION (V): Present\nLYMPHATIC (SMALL VESSEL) INVASION (L): Absent",
     # another organ, side, part, station, structure

@@ -48,9 +48,12 @@ def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         keys = {k for k, rx in vocab.structures if rx.fullmatch(d.target.name)}
         if not keys:
             continue
+        side = _side_before(view, d)
         for e in extents:
             if view.repeated_label(d, e):
                 continue
+            if side is not None and _side_before(view, e) != side:
+                continue  # "RIGHT FALLOPIAN TUBE: negative" says nothing of the left one
             if e.key in keys and view.same(Target("tumour", d.target.part), e.target):
                 yield conflict(
                     "finding",
@@ -59,6 +62,14 @@ def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     e,
                     f"no tumour in the {d.target.name} ('{view.text(d)}') but '{view.text(e)}'",
                 )
+
+
+def _side_before(view: CaseView, f: Fact) -> str | None:
+    """The side its statement names ("RIGHT FALLOPIAN TUBE: ..."), when it names one."""
+    doc = view.case.document
+    s = doc.statements[f.statement]
+    sides = {m.lower() for m in re.findall(r"\b(left|right)\b", doc.text[s.start : s.end], re.I)}
+    return sides.pop() if len(sides) == 1 else ("both" if sides else None)
 
 
 def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:

@@ -127,7 +127,12 @@ def read_findings(ctx: Context) -> None:
         target = ctx.target(subject, default)
         if key != "extranodal extension" and target.kind in ("margin", "nodes", "population"):
             continue
+        if _QUANTITY_BEFORE.search(ctx.text, max(ctx.start, m.start() - 25), m.start()):
+            continue  # "20% of tumor necrosis": an amount (of one sample), not a finding's status
         ctx.add_polar("finding", key, m.start(), m.end(), target=target)
+
+
+_QUANTITY_BEFORE = re.compile(r"\d\s*(?:%|0/0|o/o)\s*(?:of\s+)?(?:the\s+)?(?:\w+\s+)?$", re.I)
 
 
 def read_extent(ctx: Context) -> None:
@@ -183,8 +188,20 @@ def read_extent(ctx: Context) -> None:
             continue  # "not through the capsule": into it, but not beyond
         if re.search(
             r"\b(?:close|near|approach\w*|abut\w*|within\s+\d)", ctx.text[start : m.start()], re.I
+        ) or re.search(
+            r"\b(?:push\w*|bulg\w*|protrud\w*|compress\w*)\s+(?:\w+\s+){0,2}$",
+            ctx.text[max(c.start, start - 30) : start],
+            re.I,
         ):
-            pol = UNCERTAIN  # "extends very close to the seminal vesicle": not into it
+            pol = UNCERTAIN  # "extends very close to", "pushes into the renal sinus": not into it
+        if (
+            pol == PRESENT
+            and in_label
+            and not trigger
+            and not re.search(r"invas|involv|exten|infiltr|spread", ctx.label_text)
+            and re.match(r"\s*(?:present|identified)\b", ctx.text[ctx.value_start : ctx.end], re.I)
+        ):
+            pol = UNCERTAIN  # "Ampulla: Present": the structure is in the specimen
         side = re.search(
             r"\b(left|right)\s+(?:[\w\-]+\s+)?$",
             ctx.text[max(c.start, m.start() - 30) : m.start()],
