@@ -218,6 +218,16 @@ SILENT = [
         "2 nuclei; in several areas, entire fields show Fuhrman grade 3 nuclei."
     ),
     "Anaplastic oligodendroglioma, WHO grade I II.",
+    # "all other margins", a block key, something else at a margin
+    (
+        "Prostatic adenocarcinoma. The carcinoma extends to inked surgical margins in the anterior "
+        "right mid. All other examined surgical resection margins are free of carcinoma."
+    ),
+    (
+        "Clear cell renal cell carcinoma. All surgical margins are free of tumor.\nTM -tumor with "
+        "deep margin\nTAM -tumor with anterior margin"
+    ),
+    "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
     # an amount is no status; pushing is not invading; a structure in the specimen; one side
     "Glioblastoma.\nSample 1: 0% of tumor necrosis.\nSample 2: 20% of tumor necrosis.",
     (

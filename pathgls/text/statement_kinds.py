@@ -74,6 +74,13 @@ FORM = re.compile(
     r"submitted\s+(?:in|as)|block\s+key|summary\s+of\s+sections)\b",
     re.I,
 )
+#: A block-key line ("TM - tumor with deep margin", "TAM -tumor with anterior margin", "CS -cyst
+#: and renal parenchyma"): an abbreviation for a cassette's content, not a finding.
+_BLOCK_KEY = re.compile(
+    r"\s*[A-Z]{2,4}\d{0,2}\s*[-–=]\s*(?:(?:representative\s+)?sections?\s+of\s+)?(?:tumou?r|"
+    r"cyst|normal|unremarkable|random|renal|kidney|uninvolved|adjacent)\b"
+    r"(?!.{0,60}\b(?:positive|negative|present|absent|identified|involved|free)\b)"
+)
 _HISTORY = re.compile(
     r"\b(?:history\s+of|hx\s+of|h/o|status\s+post|s/p|previously\s+(?:diagnosed|treated|resected|"
     r"excised)|prior\s+(?:diagnosis|history|resection|biopsy|excision|surgery|mastectomy|"
@@ -153,6 +160,8 @@ def statement_kind(
         return REGION_KINDS[region], f"{region} section"
     if FORM.search(s):
         return "form", "form or QC field"
+    if _BLOCK_KEY.match(s):
+        return "form", "block key"
     if LEGEND.match(s) or _LEGEND_LIST.search(s) or _LEGEND_INLINE.search(s):
         return "legend", "staging legend"
     if _TEMPLATE.search(s):

@@ -278,8 +278,19 @@ def _status_before(before: str) -> str | None:
         return "free"
     m = _BEFORE_INVOLVED.search(b)
     if m:
+        if re.match(
+            r"(?:present|seen|identified|found|noted)\b", m.group().lstrip(), re.I
+        ) and not (_WHAT_IS_THERE.search(b)):
+            return None  # "a staple line is present at the proximal margin": not the tumour
         return "free" if m.group("neg") else "involved"
     return None
+
+
+_WHAT_IS_THERE = re.compile(
+    r"\b(?:tumou?rs?|carcinoma|cis|dcis|malignan\w*|neoplas\w*|cancer|metasta\w*|cells|"
+    r"lesion|disease|sarcoma|melanoma|lymphoma|adenocarcinoma|it|which)\b",
+    re.I,
+)
 
 
 def _names_other_margins(ctx: Context, mentions: list[Subject]) -> bool:

@@ -143,7 +143,14 @@ def _name_before(text: str, start: int, floor: int, keep: int = 4) -> tuple[str,
             break
         w = m.group(1).lower()
         if w in _NAME_STOP or w.isdigit() or w.split("-")[0] in _NAME_STOP:
-            partial = w in ("remaining", "other", "additional")
+            # "all other examined margins": the quantifier may stand before a stop word
+            partial = w in ("remaining", "other", "additional") or bool(
+                re.search(
+                    r"\b(?:remaining|other|additional)\s+$",
+                    text[max(floor, m.start(1) - 20) : m.start(1)],
+                    re.I,
+                )
+            )
             break
         words.insert(0, w)
         pos = m.start(1)
