@@ -228,6 +228,16 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # a description, an IHC reactivity, an unnamed margin's value
+    "Left kidney, nephrectomy: clear cell renal cell carcinoma. The mass is edematous.",
+    (
+        "Anaplastic astrocytoma (WHO grade III). Most of the neoplastic cells are reactive for "
+        "GFAP; some of the larger cells are GFAP negative."
+    ),
+    (
+        "Endometrioid adenocarcinoma.\nMyometrial invasion: Present (greater than 50%)\nSerosa:"
+        "\n*Uninvolved by invasive carcinoma"
+    ),
     # an amount is no status; pushing is not invading; a structure in the specimen; one side
     "Glioblastoma.\nSample 1: 0% of tumor necrosis.\nSample 2: 20% of tumor necrosis.",
     (

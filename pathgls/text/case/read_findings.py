@@ -375,7 +375,7 @@ _INVASIVE_WORD = re.compile(
 )
 _BENIGN_PREDICATE = re.compile(
     r"\b(?:is|are|was|were|appears?|represents?)\s+(?:entirely\s+|completely\s+|purely\s+)?"
-    r"(?:benign|non-?neoplastic|reactive)\b",
+    r"(?:benign|non-?neoplastic|reactive)\b(?!\s+(?:for|with|to|against)\b)",
     re.I,
 )
 
@@ -495,6 +495,16 @@ def read_presence(ctx: Context) -> None:
             )
         ):
             subject = None  # "DCIS, no invasive carcinoma identified": a claim about the specimen
+        if (
+            invasive
+            and subject is None
+            and re.fullmatch(
+                r"[\W\s]*(?:uninvolved|not\s+involved|free|clear)\s+(?:by|of|from)\s+",
+                ctx.text[ctx.clause(m.start()).start : m.start()],
+                re.I,
+            )
+        ):
+            continue  # "Uninvolved by invasive carcinoma": of a margin or structure left unnamed
         if invasive and (subject is None or subject.kind in ("tumour", "part")):
             tgt = (
                 ctx.target(subject, "tumour") if subject is not None else Target("tumour", ctx.part)

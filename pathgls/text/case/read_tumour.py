@@ -145,6 +145,15 @@ def read_type(ctx: Context) -> None:
             continue
         if pol != PRESENT:
             continue
+        if (
+            behaviour == "benign"
+            and term.attributes.get("behavior") == "benign_process"
+            and copula
+            and subject is not None
+            and subject.kind == "tumour"
+            and re.search(r"\b(?:is|are|was|were|appears?)\s+(?:\w+ly\s+)?$", before, re.I)
+        ):
+            continue  # "the mass is edematous": a description of the tumour, not its diagnosis
         concept = term.concept
         sub = _SUBTYPE.match(text, m.end(), min(ctx.end, m.end() + 60))
         if sub and concept == "renal cell carcinoma":
