@@ -228,6 +228,13 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # another lesion's size, a depth
+    (
+        "Renal cell carcinoma, chromophobe type, tumor size 6.0 cm in greatest dimension. Tiny "
+        "renomedullary interstitial cell tumor, 2 mm, in medullary pyramid."
+    ),
+    "Endometrioid adenocarcinoma.\nTumor size: 7.2 x 6.3 x 2.5 cm\nRight ovary: benign Brenner "
+    "tumor (1 cm).\nThe tumor invades the myometrium (2.2 cm invasion depth / 2.5 cm thickness).",
     # a description, an IHC reactivity, an unnamed margin's value
     "Left kidney, nephrectomy: clear cell renal cell carcinoma. The mass is edematous.",
     (

@@ -539,7 +539,7 @@ def read_size(ctx: Context) -> None:
             continue
         if _NOT_SIZE_NEAR.search(near[-35:]) or re.match(
             r"\s*(?:\)\s*)?(?:from|to|away|of\s+(?:the\s+)?margin|in\s+(?:length|depth|thickness)|deep|"
-            r"thick|long|wide)",
+            r"thick|long|wide|(?:invasion\s+|invasive\s+|of\s+)?(?:depth|thickness))",
             after,
             re.I,
         ):
@@ -581,6 +581,11 @@ def read_size(ctx: Context) -> None:
     target = Target("tumour", ctx.part)
     if subject is not None and subject.kind == "lesion" and not _is_main_type(subject.name):
         target = Target("lesion", ctx.part, subject.name)
+    c = ctx.clause(m.start())
+    other = _OTHER_LESION.search(text, max(c.start, m.start() - 70), min(c.end, m.end() + 50))
+    if other is not None:
+        # "benign Brenner tumor (1 cm)", "calcified nodule (0.5 cm) consistent with old granuloma"
+        target = Target("lesion", ctx.part, other.group().lower())
     residual = re.search(
         r"\bresidual\b", text[max(ctx.start, m.start() - 80) : m.start()], re.I
     )  # "residual adenocarcinoma, 1.5 cm": what a re-excision left, not the tumour
@@ -593,6 +598,16 @@ def read_size(ctx: Context) -> None:
         target=target,
         note="residual" if residual else "",
     )
+
+
+#: Words that make a sized lesion another lesion than the cancer ("tiny renomedullary
+#: interstitial cell tumor, 2 mm").
+_OTHER_LESION = re.compile(
+    r"\b(?:benign|incidental|granulomas?|adenomas?|leiomyomas?|fibromas?|polyps?|cysts?|"
+    r"hamartomas?|brenner|interstitial\s+cell\s+tumou?r|calcified\s+nodule|lymph\s+node|"
+    r"fibroids?|papilloma|angiomyolipoma|oncocytoma)\b",
+    re.I,
+)
 
 
 def _is_main_type(concept: str) -> bool:
