@@ -228,6 +228,16 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # the side of a node dissection, OCR noise that looks like a node count
+    (
+        "A. Right pelvic lymph node, excision: one lymph node, negative for metastatic disease.\n"
+        "Endometrioid adenocarcinoma of the uterus.\nLocation: tumor involves the left "
+        "paraovarian tissue as well as the uterus."
+    ),
+    (
+        "Clear cell renal cell carcinoma. Not identifiedma (abbe p-e Ft31 7/3p. The pathologic "
+        "stage presumes no lymph node metastasis."
+    ),
     # another lesion's size, a depth
     (
         "Renal cell carcinoma, chromophobe type, tumor size 6.0 cm in greatest dimension. Tiny "

@@ -262,7 +262,11 @@ def _where_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact
 
 def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """The tumour (or a part) placed left in one statement and right in another."""
-    facts = view.facts("side")
+    facts = [
+        f
+        for f in view.facts("side")
+        if f.target.kind != "tumour" or not _BESIDE_THE_ORGAN.search(view.case.evidence(f))
+    ]
     for a, b in _where_pairs(view, facts):
         if a.value == b.value:
             yield compared("side", a, b)
@@ -285,6 +289,13 @@ def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         what = "the tumour" if a.target.kind == "tumour" else f"part {a.target.part}"
         yield conflict("side", w.side, a, b, f"{what} is on the {a.value} and on the {b.value}")
+
+
+#: The side of a lymph node dissection or of the soft tissue around an organ ("Right pelvic
+#: lymph nodes", "Para-aortic tissue, left") is not the side of the tumour or its organ.
+_BESIDE_THE_ORGAN = re.compile(
+    r"\blymph|\bnod(?:e|es|al)\b|\b(?:peri|para)[\w\-\s]{0,12}?tissue|\baortic\b|\bpelvic\b", re.I
+)
 
 
 def check_site(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:

@@ -100,7 +100,7 @@ _N = (
     + r")"
 )
 _NODE = r"(?:lymph[\s\-]*nodes?|nodes?|LNs?)"
-_FRACTION = re.compile(r"(?<![\d./])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d/%]|\.\d)")
+_FRACTION = re.compile(r"(?<![\d./A-Za-z])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d/%A-Za-z]|\.\d)")
 _OF = re.compile(
     rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?:a\s+total\s+of\s+)?"
     rf"(?P<t>{_N})\s+"
@@ -270,6 +270,10 @@ def read_nodes(ctx: Context) -> None:
             and not re.search(_NODE, window, re.I)
         ):
             continue
+        if p > t and not re.search(
+            _NODE, text[max(ctx.start, m.start() - 25) : min(ctx.end, m.end() + 25)], re.I
+        ):
+            continue  # "7/3" in OCR noise: more positive than examined, with no node word by it
         if t > 0:
             record(m.start(), m.end(), p, t)
     for m in _OF.finditer(text, ctx.start, ctx.end):
