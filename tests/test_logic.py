@@ -228,6 +228,18 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # a checklist's options, a type named as a comparison, one site's tumour
+    "Ovary, right: carcinoma.\nHistologic type:\nPapillary serous carcinoma\nSmall cell carcinoma"
+    "\nDysgerminoma\nGrade: 3",
+    (
+        "Low grade glioma, consistent with diffuse astrocytoma (WHO grade 2). However, the "
+        "neoplastic cells are devoid of the 1p/19q deletion characteristic of oligodendrogliomas."
+    ),
+    (
+        "Urothelial carcinoma of the bladder. Immunohistochemistry confirms that the tumor in the "
+        "lymph nodes is urothelial carcinoma. Immunohistochemistry confirms that the tumor in the "
+        "prostate is prostate cancer."
+    ),
     # the side of a node dissection, OCR noise that looks like a node count
     (
         "A. Right pelvic lymph node, excision: one lymph node, negative for metastatic disease.\n"

@@ -131,6 +131,10 @@ def read_type(ctx: Context) -> None:
             or bool(_COPULA.search(before[-80:]))
         )
         pol = ctx.polarity(m.start(), m.end())
+        if principal and (_option_list(ctx, m) or _ABOUT_A_TYPE.search(before[-60:])):
+            principal = False  # a list of types to choose from; "characteristic of X"
+        if principal and copula and _PLACED_SUBJECT.search(before[-80:]):
+            continue  # "the tumor in the lymph nodes is urothelial carcinoma": one site's tumour
         if not principal or _ARISING.search(before[-40:]):
             if pol == PRESENT and behaviour in ("malignant", "in_situ"):
                 # named, not stated as the diagnosis: an anchor for finding -> diagnosis pairs
@@ -181,6 +185,47 @@ def read_type(ctx: Context) -> None:
 
 
 _METASTATIC = re.compile(r"metastatic\s+$", re.I)
+_ABOUT_A_TYPE = re.compile(
+    r"\b(?:characteristic|typical|diagnostic|suggestive|reminiscent|features?)\s+of\s+"
+    r"(?:the\s+|an?\s+)?(?:[\w\-]+\s+){0,2}$|\b(?:devoid\s+of|lack\w*|absence\s+of)\s+"
+    r"(?:[\w\-,]+\s+){0,6}$",
+    re.I,
+)
+_PLACED_SUBJECT = re.compile(
+    r"\b(?:tumou?r|carcinoma|neoplasm|lesion)\s+(?:in|of|within)\s+(?:the\s+)?[\w\-]+(?:\s+[\w\-]+)?"
+    r"\s+(?:is|was|represents)\s+(?:an?\s+|the\s+)?(?:[\w\-]+\s+){0,2}$",
+    re.I,
+)
+_BARE_LINE = re.compile(r"[\s\-*•\d.)\]]*(?P<d>[^\n]*?)[\s.,;:]*")
+
+
+def _bare_diagnosis(line: str) -> str | None:
+    """The concept a line names when the line is nothing but a diagnosis name."""
+    vocab = vocabulary()
+    body = _BARE_LINE.fullmatch(line)
+    if body is None or not body.group("d"):
+        return None
+    hit = vocab.diagnoses.fullmatch(body.group("d"))
+    term = vocab.diagnosis(hit.group()) if hit else None
+    return term.concept if term is not None else None
+
+
+def _option_list(ctx: Context, m: re.Match[str]) -> bool:
+    """A line that is only a diagnosis name between lines that are other diagnosis names
+    ("Small cell carcinoma / Dysgerminoma / Papillary serous carcinoma"): the options of a
+    checklist whose mark the text lost, not diagnoses."""
+    text = ctx.text
+    a = text.rfind("\n", 0, m.start()) + 1
+    b = text.find("\n", m.end())
+    b = len(text) if b < 0 else b
+    own = _bare_diagnosis(text[a:b])
+    if own is None:
+        return False
+    before = text[:a].rstrip("\n").rsplit("\n", 1)[-1] if a > 0 else ""
+    after = text[b + 1 :].lstrip("\n").split("\n", 1)[0] if b < len(text) else ""
+    return any(
+        (other := _bare_diagnosis(line)) is not None and other != own for line in (before, after)
+    )
 
 
 def _metastasis(ctx: Context, m: re.Match[str], concept: str) -> None:
