@@ -171,6 +171,29 @@ FIRES = [
         ),
     ),
     (
+        "node_counts",
+        (
+            "Adenocarcinoma of the lung. Three of six excised right level 4 lymph nodes are "
+            "positive for carcinoma. Two of seven hilar lymph nodes are positive for carcinoma. "
+            "In total, 4 of 13 lymph nodes contain metastatic carcinoma."
+        ),
+    ),
+    (
+        "node_status",
+        (
+            "Urothelial carcinoma of the bladder. Metastatic urothelial carcinoma was found in the "
+            "left pelvic lymph node. All pelvic lymph nodes, left and right, are negative for "
+            "metastatic carcinoma."
+        ),
+    ),
+    (
+        "stage_nodes",
+        (
+            "Invasive ductal carcinoma of the breast, G1, pT1c, pSN0 (0/2). One of the two "
+            "sentinel lymph nodes contains a 3 mm metastasis."
+        ),
+    ),
+    (
         "node_status",
         (
             "Metastatic carcinoma in 3 of 15 axillary lymph nodes. No lymph node metastasis is "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pathgls.config import CheckWeights
 from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
@@ -247,6 +247,7 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
         if group and f.key in ("positive", "examined"):
             name = "" if by_part else f.target.name  # a node part counts once
             stations.setdefault((f.target.part, name), {}).setdefault(f.key, f)
+    yield from _positive_floor(view, w, counts, stations, is_total)
     complete = [v for v in stations.values() if "positive" in v and "examined" in v]
     if len(complete) < 2 or len(complete) != len(stations):
         return  # a total is only checked against two or more groups that all give both counts
@@ -281,6 +282,40 @@ def _total_vs_stations(view: CaseView, w: CheckWeights, counts: list[Fact]) -> I
                     f"{t.value} positive of {sum_exam} nodes in all, but the groups "
                     f"({sum_exam} nodes) hold {sum_pos} positive",
                 )
+
+
+def _positive_floor(
+    view: CaseView,
+    w: CheckWeights,
+    counts: list[Fact],
+    stations: dict[tuple[str | None, str], dict[str, Fact]],
+    is_total: Callable[[Fact], bool],
+) -> Iterator[Comparison]:
+    """Positive nodes of distinct named groups are a floor for the stated total, even when
+    some groups give no examined count ("two of five level 11 nodes positive", "four of eight
+    peribronchial nodes positive", "in total, 5 of 19 nodes": at least 6)."""
+    best: dict[str, Fact] = {}
+    for (_, name), v in stations.items():
+        f = v.get("positive")
+        if not name or f is None or not f.certain or int(f.value) <= 0:
+            continue
+        if name not in best or int(f.value) > int(best[name].value):
+            best[name] = f
+    names = list(best)
+    if len(names) < 2 or any(
+        a != b and (set(a.split()) <= set(b.split())) for a in names for b in names
+    ):
+        return  # one group named twice in other words ("left" and "left level 11")
+    floor = sum(int(f.value) for f in best.values())
+    for t in (f for f in counts if f.key == "positive" and f.certain and is_total(f)):
+        if int(t.value) < floor:
+            yield conflict(
+                "node_counts",
+                w.node_counts,
+                t,
+                next(iter(best.values())),
+                f"{t.value} positive nodes in all, but the named groups hold at least {floor}",
+            )
 
 
 _QUAL_OK = {("", ""), ("invasive", "invasive"), ("in situ", "in situ"), ("", "invasive")}

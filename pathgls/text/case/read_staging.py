@@ -17,7 +17,7 @@ from pathgls.text.case.polarity import ABSENT, PRESENT
 from pathgls.text.case.subjects import subjects_in
 
 _TNM = re.compile(
-    r"(?<![A-Za-z0-9])(?P<pre>(?:y|r|yr|ry)?p|(?:y|r)?c)?\s?(?P<axis>T|N|M)\s?"
+    r"(?<![A-Za-z0-9])(?P<pre>(?:y|r|yr|ry)?p|(?:y|r)?c)?\s?(?:S(?=N))?(?P<axis>T|N|M)\s?"
     r"(?P<cat>is|[0-4]|X|O(?=\s*M|\b)|(?<=pT)l(?=[a-d]?\b))"  # OCR: "pTlb" is pT1b
     r"(?P<sub>(?:mi|[a-d])(?:\d|\(\w+\))?|\((?:i[+\-]|mol[+\-]|sn|m|\d+)\))?"
     r"(?=[A-Za-z]?\b|[\s,;.:()\-/]|[pcyrTNM]|$)",
@@ -102,9 +102,9 @@ _N = (
 _NODE = r"(?:lymph[\s\-]*nodes?|nodes?|LNs?)"
 _FRACTION = re.compile(r"(?<![\d./A-Za-z])(?P<p>\d{1,3})\s*/\s*(?P<t>\d{1,3})(?![\d/%A-Za-z]|\.\d)")
 _OF = re.compile(
-    rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?:a\s+total\s+of\s+)?"
+    rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:out\s+)?of\s+(?:a\s+total\s+of\s+|the\s+|these\s+)?"
     rf"(?P<t>{_N})\s+"
-    rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,3}}?{_NODE}",
+    rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,4}}?{_NODE}",
     re.I,
 )
 _COUNT_STATUS = re.compile(
@@ -322,7 +322,10 @@ def read_nodes(ctx: Context) -> None:
             )
         ) or re.search(r"\b(?:no|without|negative\s+for)\s+(?:\w+\s+){0,2}$", head, re.I)
         pos_s = re.search(
-            r"metastatic\s+(?:\w+\s+){0,2}(?:in|to|involving)\s+(?:\w+\s+){0,3}$", head, re.I
+            r"metastatic\s+(?:\w+\s+){0,2}(?:(?:is|are|was|were)\s+(?:also\s+)?(?:found|seen|"
+            r"identified|present|noted)\s+)?(?:in|to|involving)\s+(?:\w+\s+){0,3}$",
+            head,
+            re.I,
         )
         if neg and not pos_s:
             if re.search(r"remaining|other|additional|rest", head + tail[:30], re.I):

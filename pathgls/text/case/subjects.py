@@ -142,7 +142,12 @@ def _name_before(text: str, start: int, floor: int, keep: int = 4) -> tuple[str,
         if not m or "\n" in text[m.end(1) : pos]:
             break
         w = m.group(1).lower()
-        if w in _NAME_STOP or w.isdigit() or w.split("-")[0] in _NAME_STOP:
+        numbered = w.isdigit() and re.search(
+            r"\b(?:level|station|group|zone|area)\s*$",
+            text[max(floor, m.start(1) - 12) : m.start(1)],
+            re.I,
+        )  # "level 11 lymph nodes": the number names the station
+        if w in _NAME_STOP or (w.isdigit() and not numbered) or w.split("-")[0] in _NAME_STOP:
             # "all other examined margins": the quantifier may stand before a stop word
             partial = w in ("remaining", "other", "additional") or bool(
                 re.search(
