@@ -113,6 +113,22 @@ FIRES = [
         ),
     ),
     (
+        "type",
+        (
+            "Addendum diagnosis: left temporal and periventricular tumor\nAnaplastic astrocytoma "
+            "(grade III).\nMicroscopic: the tumor is best classified as an anaplastic "
+            "oligodendroglioma."
+        ),
+    ),
+    (
+        "type",
+        (
+            "Kidney, left, nephrectomy: renal cell carcinoma, conventional type. The "
+            "adjacent kidney has multifocal black foci of discoloration.\nComment: the tumor is "
+            "classified as a chromophobe renal cell carcinoma."
+        ),
+    ),
+    (
         "side",
         (
             "Invasive lobular carcinoma of the left breast. The lobular carcinoma is located in "
@@ -251,6 +267,16 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # a variant's share of a mixed tumour; a node's extracapsular extension
+    (
+        "Tumor histologic type: Urothelial carcinoma\nVariant histology (%): Micropapillary "
+        "carcinoma (90%) and transitional cell carcinoma (5%)"
+    ),
+    (
+        "Prostatic adenocarcinoma. The carcinoma extends through the capsule into periprostatic "
+        "fat.\nB. Lymph nodes: largest metastatic focus measures 0.4 cm. Extracapsular extension "
+        "is not identified."
+    ),
     # a checklist's options, a type named as a comparison, one site's tumour
     "Ovary, right: carcinoma.\nHistologic type:\nPapillary serous carcinoma\nSmall cell carcinoma"
     "\nDysgerminoma\nGrade: 3",

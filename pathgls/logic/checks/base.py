@@ -45,7 +45,7 @@ _DENIED_BEFORE = re.compile(
     re.I,
 )
 _TUMOUR_WORD = re.compile(
-    r"tumou?r|carcinoma|cancer|malignan|neoplas|lesion|nodul|mass|\bfoc(?:us|i)\b|primar|"
+    r"tumou?r|carcinoma|cancer|malignan|neoplas|lesion|nodul|mass|primar|"
     r"sarcoma|lymphoma|melanoma|glioma|oma\b",
     re.I,
 )

@@ -107,8 +107,14 @@ def read_findings(ctx: Context) -> None:
         if key == "extracapsular extension":
             # of a lymph node it is extranodal extension; of the prostate, extraprostatic
             window = ctx.text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 60)]
-            if (subject is not None and subject.kind == "nodes") or re.search(
-                r"nod(?:e|al)|\bN[1-3]\b|lymph", window, re.I
+            if (
+                (subject is not None and subject.kind == "nodes")
+                or ctx.topic == "nodes"
+                or re.search(r"\blymph|\bnodes?\b", ctx.part_title, re.I)
+            ) or re.search(
+                r"nod(?:e|al)|\bN[1-3]\b|lymph|\bmeta?t?stati\w*\s+(?:focus|foci|deposit)",
+                window,
+                re.I,
             ):
                 key, subject = "extranodal extension", None
             else:

@@ -45,8 +45,10 @@ _LEAD = re.compile(
 )
 _MIXED = re.compile(
     r"\b(?:mixed|combined|with\s+(?:an?\s+)?(?:focal\s+)?\w+\s+(?:component|features|"
-    r"differentiation)|component|collision|biphasic|and\s+(?:an?\s+)?(?:\w+\s+){0,3}"
-    r"(?:carcinoma|adenocarcinoma|sarcoma|tumou?r))\b",
+    r"differentiation)|component|collision|biphasic)\b|"
+    # "carcinoma and a neuroendocrine tumor" (not "left temporal and periventricular tumor")
+    r"(?:oma|tumou?r)\s*(?:\([^)]{0,20}\)\s*)?,?\s+(?:and|with|plus)\s+(?:an?\s+)?(?:\w+\s+){0,3}(?:carcinoma|adenocarcinoma|sarcoma|"
+    r"tumou?r)\b",
     re.I,
 )
 #: "OVARY WITH POORLY DIFFERENTIATED …", "Prostate, showing adenocarcinoma": the diagnosis of
