@@ -85,6 +85,19 @@ def test_a_lettered_list_of_findings_is_not_a_list_of_parts() -> None:
     assert parse_document(text).parts == {}
 
 
+def test_run_together_findings_under_a_numbered_part_stay_in_it() -> None:
+    text = (
+        "PART 2: UTERUS, TOTAL ABDOMINAL HYSTERECTOMY -\nA. ENDOMETRIAL ADENOCARCINOMA, "
+        "ENDOMETRIOID TYPE.\nB.TUMOR MEASURES 5 CM IN GREATEST DIMENSION.\nC.TUMOR INVADES 53% "
+        "INTO THE MYOMETRIAL THICKNESS.\nD.LYMPHOVASCULAR INVASION IS PRESENT.\nPART 3: RIGHT "
+        "PELVIC LYMPH NODES, BIOPSY\nFOUR LYMPH NODES, NEGATIVE FOR TUMOR (0/4)."
+    )
+    doc = parse_document(text)
+    assert list(doc.parts) == ["2", "3"]
+    invades = next(s for s in doc.statements if "INVADES" in doc.statement_text(s))
+    assert invades.part == "2"
+
+
 def test_a_heading_inside_a_part_keeps_the_part_and_a_later_one_ends_it() -> None:
     text = (
         "RIGHT URETER (A):\nFROZEN SECTION DIAGNOSIS:\n-NO TUMOR IDENTIFIED\nFINAL DIAGNOSIS:\n"

@@ -280,8 +280,10 @@ def _part_label(line: str, region: str) -> tuple[str | None, int]:
     if re.match(r"[ \t\-*•]*(?:parts?|specimens?)\s?\(s\)", line, re.I):
         return None, 0  # "Specimen(s) received": a plural, not part S
     m = _OCR_PART.match(line)
-    if m:
+    if m and _ocr_title(line[m.end() :]):
         return m.group("l").upper(), m.end()
+    if m:
+        return None, 0  # "B.TUMOR MEASURES 5 CM": an item of a lettered list, not a part
     m = _PART.match(line)
     if not m:
         return None, 0
@@ -372,6 +374,15 @@ def _names_specimen(rest: str) -> bool:
     ):
         return False  # "7. Lymph nodes: 6/27" is a checklist field, not a specimen part
     return bool(_SPECIMEN_WORDS.search(head)) or head.strip().startswith(('"', "'", "“"))
+
+
+def _ocr_title(rest: str) -> bool:
+    """Whether what follows a run-together label ("A.PANCREATIC DUCT MARGIN: NEGATIVE") starts
+    with a specimen's name, not a finding ("B.TUMOR MEASURES 5 CM")."""
+    head = re.split(r"[,:;]|\.\s", rest, maxsplit=1)[0][:100]
+    if _VERB.search(head) or _FINDING_WORDS.search(head):
+        return False
+    return bool(_SPECIMEN_WORDS.search(head)) or _names_specimen(rest)
 
 
 def _wraps(previous: str) -> bool:
