@@ -281,3 +281,18 @@ def test_the_case_model_as_json_and_on_the_command_line(tmp_path) -> None:
     assert table.exit_code == 0 and "part A" in table.output and "finding" in table.output
     missing = CliRunner().invoke(app, ["case", str(tmp_path / "nope.txt")])
     assert missing.exit_code != 0 and "no such file" in missing.output
+
+
+def test_amounts_are_intervals_in_percent() -> None:
+    case = build_case(
+        "Glioblastoma. MIB-1 labeling index: 4.2%. The Ki-67 index ranges up to 18.8%.\n"
+        "Percent of specimen involved by tumor: 5 - 25%\n"
+        "The carcinoma involves approximately 60% of the gland."
+    )
+    amounts = sorted((f.key, f.value, f.note) for f in case.facts if f.slot == "amount")
+    assert amounts == [
+        ("involvement", (5.0, 25.0), "range"),
+        ("involvement", (60.0, 60.0), ""),
+        ("proliferation", (0.0, 18.8), "max areas"),
+        ("proliferation", (4.2, 4.2), ""),
+    ]

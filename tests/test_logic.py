@@ -113,6 +113,20 @@ FIRES = [
         ),
     ),
     (
+        "amount",
+        (
+            "Anaplastic astrocytoma, WHO grade III. MIB-1 labeling index: 4.2%.\nComment: the "
+            "MIB -1 labeling index ranges up to 18.8%."
+        ),
+    ),
+    (
+        "amount",
+        (
+            "Prostatic adenocarcinoma, Gleason 3+4=7. The carcinoma comprises approximately 60% of "
+            "the examined prostate gland volume.\nPercent of specimen involved by tumor: 5 - 25%"
+        ),
+    ),
+    (
         "type",
         (
             "Addendum diagnosis: left temporal and periventricular tumor\nAnaplastic astrocytoma "
@@ -267,6 +281,15 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # a hot spot against the whole; shares that agree
+    (
+        "Anaplastic astrocytoma. The Ki-67 index is 5% overall.\nIn the most proliferative areas, "
+        "a labeling index of 20% is calculated."
+    ),
+    (
+        "Prostatic adenocarcinoma. The carcinoma involves approximately 20% of the gland.\nPercent "
+        "of specimen involved by tumor: 5 - 25%"
+    ),
     # a variant's share of a mixed tumour; a node's extracapsular extension
     (
         "Tumor histologic type: Urothelial carcinoma\nVariant histology (%): Micropapillary "

@@ -105,6 +105,7 @@ class CheckWeights:
     margin: float = 0.9  # one margin involved and free
     marker: float = 0.9  # one marker positive and negative in the same cells
     finding: float = 0.95  # a finding affirmed and denied of the same target
+    amount: float = 0.85  # two proliferation indices or shares of the specimen that cannot agree
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

@@ -3,7 +3,8 @@
 Each check is small and named (:data:`CHECKS`): ``behaviour``, ``type``, ``side``, ``site``,
 ``size``, ``grade``, ``stage`` (pT against size and extent, pN against the node count, FIGO
 against depth), ``nodes`` (counts, station sums, status), ``margin``, ``marker``, ``finding``
-(an invasion kind, an extent or a finding affirmed and denied). A check fires only when both
+(an invasion kind, an extent or a finding affirmed and denied), ``amount`` (two Ki-67 indices or
+shares of the specimen involved that cannot agree). A check fires only when both
 facts are certainly about the same target (:class:`~pathgls.logic.checks.base.CaseView`); what
 it compared without a conflict is reported too, so every comparison is a scored pair.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from pathgls.config import CheckWeights
+from pathgls.logic.checks.amounts import check_amounts
 from pathgls.logic.checks.base import CaseView, Check, Comparison
 from pathgls.logic.checks.findings import check_findings, check_margins, check_markers, check_nodes
 from pathgls.logic.checks.staging import check_stage
@@ -44,6 +46,7 @@ CHECKS: MappingProxyType[str, Check] = MappingProxyType(
         "margin": check_margins,
         "marker": check_markers,
         "finding": check_findings,
+        "amount": check_amounts,
     }
 )
 

@@ -20,6 +20,7 @@ import re
 
 from pathgls.text.case.context import READ_REGIONS, Context
 from pathgls.text.case.model import Case, Fact, PartCase, Target
+from pathgls.text.case.read_amounts import read_amounts
 from pathgls.text.case.read_findings import (
     read_behaviour,
     read_extent,
@@ -51,6 +52,7 @@ READERS = (
     read_extent,
     read_presence,
     read_behaviour,
+    read_amounts,
 )
 _GROSS_READERS = (read_side, read_invasion)
 _SIDE = re.compile(r"(?<![A-Za-z])(left|right)(?![A-Za-z])", re.I)

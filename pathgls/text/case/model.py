@@ -42,6 +42,8 @@ SLOTS = {
     "depth": "myometrial invasion as a fraction of the wall (0-1), or depth in mm",
     "metastasis": "the tumour type that spread to the target (a node group, another organ)",
     "mention": "a malignant diagnosis named, not stated as the diagnosis (pairs only)",
+    "amount": "per key proliferation (Ki-67/MIB-1 index) or involvement (share of the "
+    "specimen): a (low, high) interval in percent",
 }
 
 
