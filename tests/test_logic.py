@@ -113,6 +113,21 @@ FIRES = [
         ),
     ),
     (
+        "behaviour",
+        (
+            "Invasive ductal carcinoma of the left breast, Nottingham grade 2. Pathologic stage: "
+            "pT1c pN0. Comment: no invasive carcinoma is identified; the lesion is DCIS only."
+        ),
+    ),
+    (
+        "behaviour",
+        (
+            "The resection shows a poorly differentiated grade 3 squamous cell carcinoma forming a "
+            "2 cm nodule. On review, the 2 cm nodule is benign organizing pneumonia without "
+            "carcinoma."
+        ),
+    ),
+    (
         "amount",
         (
             "Anaplastic astrocytoma, WHO grade III. MIB-1 labeling index: 4.2%.\nComment: the "
@@ -281,6 +296,20 @@ SILENT = [
         "deep margin\nTAM -tumor with anterior margin"
     ),
     "Adenocarcinoma of the lung. A staple line is present at the proximal margin. Margins: free.",
+    # an in-situ component, other nodules, a margin part's numbered item
+    (
+        "Invasive ductal carcinoma, pT1c. The DCIS component is non-invasive and lies adjacent "
+        "to the invasive ductal carcinoma."
+    ),
+    (
+        "Invasive squamous cell carcinoma of the lung, 2 cm, pT1b. Focal organizing pneumonia "
+        "forms two separate nodules of 0.5 cm. Both 0.5 cm nodules are benign, without carcinoma."
+    ),
+    (
+        "1. Bladder, cystectomy: urothelial carcinoma, pT3b.\n2. Left ureteric resection margin."
+        "\nMICROSCOPIC:\n1. The tumour extends beyond the muscularis propria (pT3b).\n2. This is "
+        "ureter which shows no carcinoma in situ or invasive malignancy."
+    ),
     # a hot spot against the whole; shares that agree
     (
         "Anaplastic astrocytoma. The Ki-67 index is 5% overall.\nIn the most proliferative areas, "

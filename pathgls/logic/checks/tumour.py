@@ -69,8 +69,16 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         return
     invasive = [f for f in dx if f.key == "invasive" and f.value in ("malignant", "present")]
     invasive += [f for f in view.facts("extent", kind="tumour") if f.value == "present"]
+    # pT1-pT4 stage an invasive tumour (Tis and Ta do not)
+    invasive += [
+        f
+        for f in view.facts("stage", kind="tumour", key="T")
+        if re.match(r"T[1-4]", str(f.value)) and f.certain and view.carcinoma(f.target)
+    ]
     for a in denials:
         for b in invasive:
+            if b.slot == "stage" and _item_of_another_part(view, a):
+                continue
             if view.same(a.target, b.target) and a.statement != b.statement:
                 yield conflict(
                     "behaviour",
@@ -79,6 +87,21 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     b,
                     f"the tumour is called non-invasive ('{view.text(a)}') but '{view.text(b)}'",
                 )
+
+
+def _item_of_another_part(view: CaseView, f: Fact) -> bool:
+    """A statement numbered like a part that holds no tumour ("7. This is ureter which shows no
+    carcinoma in situ or invasive malignancy", part 7 the ureteric margin), even where the
+    document did not file the line under that part."""
+    s = view.case.document.statements[f.statement]
+    text = view.case.document.text
+    # the item a statement belongs to: the last labelled line before it, in the same block
+    window = text[max(0, s.start - 600) : s.start]
+    items = list(re.finditer(r"(?:^|\n)[ \t]*([A-Z]|\d{1,2})\s?[.)]\s", window))
+    if not items or re.search(r"\n[ \t]*\n", window[items[-1].end() :]):
+        return False
+    label = items[-1].group(1)
+    return label in view.case.parts and label not in view.tumour_parts
 
 
 def _type_of(view: CaseView, f: Fact) -> bool:

@@ -16,6 +16,14 @@ from pathgls.text.document import Statement
 READ_REGIONS = frozenset({"diagnosis", "synoptic", "microscopic", "ihc", "comment", "other"})
 
 
+#: Labels that open prose rather than name a checklist field.
+_PROSE_LABEL = re.compile(
+    r"(?:\w+\s+)?(?:comments?|notes?|summary|impression|interpretation|diagnosis|addendum|"
+    r"final\s+diagnosis|microscopic(?:\s+description)?|discussion)",
+    re.I,
+)
+
+
 @dataclass
 class Context:
     """One statement as the readers see it."""
@@ -82,6 +90,13 @@ class Context:
         """The checklist label, lower case ("" when none)."""
         return self.text[self.label[0] : self.label[1]].lower() if self.label else ""
 
+    @property
+    def prose_label(self) -> bool:
+        """Whether the label opens prose ("Comment:", "Note:") rather than naming a field."""
+        return self.label is not None and bool(
+            _PROSE_LABEL.fullmatch(self.label_text.strip(" :.-\t\n"))
+        )
+
     def in_label(self, pos: int) -> bool:
         """Whether ``pos`` lies in the checklist label."""
         return self.label is not None and self.label[0] <= pos < self.label[1]
@@ -119,8 +134,8 @@ class Context:
     @property
     def unknown_label(self) -> bool:
         """A checklist label that names no subject pathgls knows ("Urethral: free of tumor")."""
-        if self.label is None:
-            return False
+        if self.label is None or self.prose_label:
+            return False  # "Comment: no invasive carcinoma is identified" is prose, not a field
         return subject_before(self.text, self.label[1], self.label[1], label=self.label) is None
 
     def bare(self, start: int, end: int) -> bool:

@@ -398,6 +398,8 @@ def read_behaviour(ctx: Context) -> None:
         subject = ctx.subject(m.start())
         if subject is not None and subject.kind in ("margin", "nodes", "population", "tissue"):
             continue
+        if subject is not None and subject.kind == "lesion" and _precursor(subject.name):
+            continue  # "the DCIS component is non-invasive": of the in-situ lesion, not the tumour
         if subject is None and not _part_level(ctx):
             continue
         target = ctx.target(subject, "tumour")
@@ -434,6 +436,12 @@ def read_behaviour(ctx: Context) -> None:
         subject = ctx.subject(m.start())
         if subject is None or subject.kind != "tumour" or subject.other or "cell" in subject.name:
             continue
+        if re.search(
+            r"\b(?:both|two|three|several|multiple|these|those|other|separate|smaller|additional)\b",
+            ctx.text[ctx.clause(m.start()).start : m.start()],
+            re.I,
+        ):
+            continue  # "both 0.5 cm nodules are benign": other lesions than the tumour
         if ctx.polarity(m.end() - 1, m.end()) != PRESENT:
             continue
         ctx.add(
@@ -484,7 +492,9 @@ def read_presence(ctx: Context) -> None:
         if subject is None and ctx.unknown_label:
             continue  # "Urethral: free of neoplasm": about what the checklist names, not the part
         if subject is None and _NAMED_BEFORE.search(
-            ctx.text, ctx.clause(m.start()).start, m.start()
+            ctx.text,
+            ctx.label[1] if ctx.prose_label and ctx.label else ctx.clause(m.start()).start,
+            m.start(),
         ):
             continue  # "Segments of vasa deferentia, no tumor present": about what it names
         residual = "residual" in m.group().lower()

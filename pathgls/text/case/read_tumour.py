@@ -29,6 +29,7 @@ _COPULA = re.compile(
     r"compatible\s+with|characteristic\s+of|typical\s+of|confirm(?:s|ing)?|shows?\s+(?:a|an)|"
     r"diagnosed\s+as|classified\s+as|features\s+of|those\s+of|identified\s+as)\s+(?:an?\s+|the\s+)?"
     r"(?:(?:invasive|infiltrating|residual|primary|conventional|classic|typical|benign|malignant|"
+    r"grade\s+(?:[1-4]|I{1,3}V?)|"
     r"high[\s\-]grade|low[\s\-]grade|(?:well|moderately|poorly)[\s\-]differentiated|small|large|"
     r"solitary|single|unifocal|focal|\d+(?:\.\d+)?\s*(?:cm|mm)|thymic|pulmonary|renal|gastric|colonic|"
     r"hepatic|pancreatic|mammary|ovarian|endometrial|cervical|prostatic|esophageal|cutaneous|"
