@@ -260,6 +260,21 @@ FIRES = [
             "resection margin."
         ),
     ),
+    (
+        "margin",
+        (
+            "A. Kidney, left, partial nephrectomy: clear cell renal cell carcinoma.\nB. Lymph "
+            "node, hilar: negative.\nMICROSCOPIC:\nA. Tumor focally extends to the inked "
+            "parenchymal resection margin.\nDistance of carcinoma from parenchymal margin: 0.4 cm"
+        ),
+    ),
+    (
+        "margin",
+        (
+            "Ductal carcinoma in situ, high grade, extending to within 0.5 cm of the dorsal "
+            "resection line. DCIS is present at the inked dorsal resection margin."
+        ),
+    ),
     ("marker", "Tumour cells are positive for ER (90%). The carcinoma is ER-negative."),
     (
         "marker",
@@ -309,6 +324,17 @@ SILENT = [
         "1. Bladder, cystectomy: urothelial carcinoma, pT3b.\n2. Left ureteric resection margin."
         "\nMICROSCOPIC:\n1. The tumour extends beyond the muscularis propria (pT3b).\n2. This is "
         "ureter which shows no carcinoma in situ or invasive malignancy."
+    ),
+    # DCIS at a margin, invasive carcinoma some way off; another specimen's margin
+    (
+        "Invasive ductal carcinoma, 0.5 cm from the dorsal margin. DCIS is present at the inked "
+        "dorsal resection margin."
+    ),
+    (
+        "E. Lung, left lower lobe, lobectomy: adenocarcinoma.\nJ. Lung, left lower lobe, "
+        "completion lobectomy: adenocarcinoma.\nBronchial margins: uninvolved\n\nCOMMENT:\n"
+        "In specimen #E the tumor extends to the bronchial margin; the additional margins in "
+        "specimen #F show no residual tumor."
     ),
     # a hot spot against the whole; shares that agree
     (

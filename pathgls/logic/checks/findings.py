@@ -343,13 +343,14 @@ def check_margins(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         )
     distances = [f for f in view.facts("margin_distance", kind="margin") if float(f.value) > 0]
     for d in distances:
+        in_situ = bool(_IN_SITU.search(view.case.sentence(d.statement)))
         for m in facts:
-            if m.value != "involved" or m.key == "in situ":
-                continue
+            if m.value != "involved" or (m.key == "in situ") != in_situ:
+                continue  # DCIS at the margin, invasive carcinoma 0.5 cm from it: no conflict
             if not d.target.name:
                 continue  # a distance to an unnamed margin: which one is not certain
-            if (d.target.name == m.target.name or d.target.name == "closest") and _part_match(
-                view, d.target, m.target
+            if (d.target.name == m.target.name or d.target.name == "closest") and (
+                _part_match(view, d.target, m.target) or _one_part_names(view, d.target, m.target)
             ):
                 yield conflict(
                     "margin",
@@ -364,12 +365,37 @@ def _part_match(view: CaseView, a: Target, b: Target) -> bool:
     return view.same(Target("margin", a.part, ""), Target("margin", b.part, ""))
 
 
+def _one_part_names(view: CaseView, a: Target, b: Target) -> bool:
+    """A margin named outside any part ("Distance from parenchymal margin: 0.4 cm") and the
+    margin of that name in the one part that has it."""
+    if not a.name or a.name != b.name or (a.part is None) == (b.part is None):
+        return False
+    loose = next(
+        f
+        for f in view.case.facts
+        if f.target == (a if a.part is None else b) and f.slot in ("margin", "margin_distance")
+    )
+    if re.search(
+        r"\b(?:specimens?|parts?)\s*#?\s*[A-Z0-9]\b", view.case.sentence(loose.statement), re.I
+    ):
+        return False  # "In specimen #E the tumor extends to the bronchial margin": another part's
+    parts = {
+        f.target.part
+        for f in view.case.facts
+        if f.slot in ("margin", "margin_distance") and f.target.name == a.name
+    }
+    return len(parts - {None}) == 1
+
+
+_IN_SITU = re.compile(r"\bDCIS\b|\bin[\s\-]situ\b|\bCIS\b", re.I)
+
+
 def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact]]:
     for i, a in enumerate(facts):
         for b in facts[i + 1 :]:
             if (a.statement, a.start) == (b.statement, b.start) or view.repeated_label(a, b):
                 continue
-            if view.same(a.target, b.target):
+            if view.same(a.target, b.target) or _one_part_names(view, a.target, b.target):
                 yield a, b
             elif _part_match(view, a.target, b.target) and (
                 (

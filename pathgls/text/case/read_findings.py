@@ -169,9 +169,12 @@ def read_extent(ctx: Context) -> None:
         trigger = _INVOLVE_BEFORE.search(before)
         if trigger and re.search(r"\bbeyond\b", trigger.group(), re.I):
             continue  # "invasion beyond the muscularis propria" is about what lies outside it
+        named_after = _INVOLVE_AFTER.match(after)
         if trigger:
             start = m.start() - len(before) + trigger.start()
-        elif _INVOLVE_AFTER.match(after) or (in_label and _label_is_structure(ctx, m)):
+        elif named_after and _heading_only(ctx, m, named_after):
+            continue  # "VISCERAL PLEURAL INVASION" on a line of its own: a heading or an option
+        elif named_after or (in_label and _label_is_structure(ctx, m)):
             start = m.start()
         elif key in ("extraprostatic tissue",) and "exten" in m.group().lower():
             start = m.start()  # "extraprostatic extension" names its own involvement
@@ -258,6 +261,15 @@ def read_extent(ctx: Context) -> None:
 _PAIRED_STRUCTURES = frozenset(
     {"seminal vesicle", "fallopian tube", "adrenal gland", "ureter", "ovarian surface"}
 )
+
+
+def _heading_only(ctx: Context, m: re.Match[str], named: re.Match[str]) -> bool:
+    """A statement that is only a structure and its involvement word, with no value."""
+    if ctx.label is not None:
+        return False
+    head = ctx.text[ctx.start : m.start()].strip(" .,;:-*•\n\t")
+    tail = ctx.text[m.end() + named.end() : ctx.end].strip(" .,;:-*•\n\t")
+    return not tail and len(head.split()) <= 2 and not re.search(r"\d|\b(?:no|not)\b", head, re.I)
 
 
 def _label_is_structure(ctx: Context, m: re.Match[str]) -> bool:

@@ -517,7 +517,7 @@ def _label_system(label: str) -> str | None:
 # --- size -------------------------------------------------------------------------------------
 
 _DIMS = re.compile(
-    r"(?P<d>\d{1,3}(?:[.,]\d{1,2})?)(?:\s*(?:cm|mm))?(?:\s*[x×X\*]\s*\d{1,3}(?:[.,]\d{1,2})?"
+    r"(?P<d>\d{1,3}(?: ?[.,]\d{1,2})?)(?:\s*(?:cm|mm))?(?:\s*[x×X\*]\s*\d{1,3}(?: ?[.,]\d{1,2})?"
     r"(?:\s*(?:cm|mm))?){0,2}\s*(?P<u>cm|mm|centimeters?|millimeters?|em)\b",
     re.I,
 )
@@ -623,7 +623,10 @@ def read_size(ctx: Context) -> None:
         return  # none, or several sizes: which is the tumour's is not certain
     m = found[0]
     unit = m.group("u").lower()
-    dims = [float(x.replace(",", ".")) for x in re.findall(r"\d{1,3}(?:[.,]\d{1,2})?", m.group())]
+    dims = [
+        float(x.replace(",", ".").replace(" ", ""))
+        for x in re.findall(r"\d{1,3}(?: ?[.,]\d{1,2})?", m.group())
+    ]  # OCR: "3 .0 cm" is 3.0 cm
     value = max(dims) / (10.0 if unit.startswith("m") else 1.0)
     subject = ctx.subject(m.start())
     target = Target("tumour", ctx.part)
