@@ -275,6 +275,14 @@ FIRES = [
             "resection line. DCIS is present at the inked dorsal resection margin."
         ),
     ),
+    (
+        "marker",
+        (
+            "Brain, excision biopsy: ependymoma.\nSECTIONS: All submitted.\nThe tumor nuclei are "
+            "round with fine chromatin. Diffuse strong synaptophysin immunoreactivity is present "
+            "in the tumor nodules. Synaptophysin and Melan A are negative."
+        ),
+    ),
     ("marker", "Tumour cells are positive for ER (90%). The carcinoma is ER-negative."),
     (
         "marker",
@@ -324,6 +332,12 @@ SILENT = [
         "1. Bladder, cystectomy: urothelial carcinoma, pT3b.\n2. Left ureteric resection margin."
         "\nMICROSCOPIC:\n1. The tumour extends beyond the muscularis propria (pT3b).\n2. This is "
         "ureter which shows no carcinoma in situ or invasive malignancy."
+    ),
+    # another tumour named for comparison
+    (
+        "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "
+        "comparison, the tumor present in the colon demonstrates strong cytokeratin 20 and CDX2 "
+        "expression."
     ),
     # DCIS at a margin, invasive carcinoma some way off; another specimen's margin
     (

@@ -41,6 +41,7 @@ from pathgls.text.statement_kinds import (
     GROSS_SENTENCE,
     LEGEND,
     STATEMENT_KINDS,
+    microscopy_in_block_list,
     statement_kind,
 )
 
@@ -224,6 +225,8 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
                 text, a, b
             ):
                 reg = "gross"  # a gross description outside a gross heading
+            if reg == "specimen" and lab is None and microscopy_in_block_list(text, a, b):
+                reg = "microscopic"
             kind, reason = statement_kind(text, a, b, reg, lab, vs)
             if (
                 kind == "assertion"

@@ -81,6 +81,15 @@ _BLOCK_KEY = re.compile(
     r"cyst|normal|unremarkable|random|renal|kidney|uninvolved|adjacent)\b"
     r"(?!.{0,60}\b(?:positive|negative|present|absent|identified|involved|free)\b)"
 )
+#: Words of a microscopic finding (stains, cells), and a verb that makes a line a sentence.
+_MICROSCOPY = re.compile(
+    r"\b(?:immuno\w*|stain(?:s|ing|ed)?|positiv\w*|reactiv\w*|nuclei|nuclear|cytoplasm|"
+    r"mito\w+|pleomorph\w*|tumou?r\s+cells|neoplastic\s+cells)\b",
+    re.I,
+)
+_SENTENCE_VERB = re.compile(
+    r"\b(?:is|are|was|were|shows?|stains?|demonstrates?|reveals?|expresses?)\b", re.I
+)
 _HISTORY = re.compile(
     r"\b(?:history\s+of|hx\s+of|h/o|status\s+post|s/p|previously\s+(?:diagnosed|treated|resected|"
     r"excised)|prior\s+(?:diagnosis|history|resection|biopsy|excision|surgery|mastectomy|"
@@ -149,6 +158,13 @@ _UNCERTAIN_START = re.compile(
     r"either|cannot\s+exclude|compatible\s+with\s+either|indeterminate|equivocal\s+for)\b",
     re.I,
 )
+
+
+def microscopy_in_block_list(text: str, a: int, b: int) -> bool:
+    """A sentence of microscopic findings (stains, cells) inside a block summary or specimen
+    list: OCR'd columns interleave the microscopic description with the section list."""
+    s = text[a:b]
+    return bool(_MICROSCOPY.search(s) and _SENTENCE_VERB.search(s))
 
 
 def statement_kind(

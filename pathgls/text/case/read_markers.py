@@ -108,10 +108,13 @@ _VARIANT = re.compile(
 )
 #: Part of the tumour, not all of it: results of a component are not the tumour's.
 _SUBPOPULATION = re.compile(
-    r"\b(?:areas?|components?|foci|focus|regions?|nodules?|subset|subpopulation|some|many\s+of|"
+    r"\b(?:areas?|components?|foci|focus|regions?|(?<!tumor\s)(?<!tumour\s)nodules?|subset|subpopulation|some|many\s+of|"
     r"occasional|scattered|rare|few|most|majority|minority|portions?|spindle|epithelioid|larger|"
     r"smaller|distinct|other|mostly|partly|partially)\b",
     re.I,
+)
+_COMPARISON = re.compile(
+    r"\b(?:in\s+comparison|by\s+contrast|in\s+contrast|compared\s+(?:with|to)|unlike)\b", re.I
 )
 #: Lexicon concepts that group several different stains (PAS, trichrome, …): never compared.
 _GROUPS = frozenset({"special stains", "kappa and lambda light chains"})
@@ -210,6 +213,8 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
     explicit: Subject | None = None
     if _PERFORMED.search(text, ctx.start, ctx.end):
         return carried  # "Immunostains for ER and PR are performed": a test, not a result
+    if _COMPARISON.search(text, ctx.start, ctx.end):
+        return carried  # "In comparison, the tumor present in the colon …": another tumour
     for m in vocab.markers.finditer(text, ctx.start, ctx.end):
         term = vocab.marker(m.group())
         if term is None or term.concept in _GROUPS:
