@@ -165,6 +165,14 @@ FIRES = [
         ),
     ),
     (
+        "side",
+        (
+            "A. Brain, left temporal lobe, excisional biopsy:\nAnaplastic astrocytoma.\n"
+            "B. Brain, left temporal lobe, resection:\nAnaplastic astrocytoma.\nCOMMENT\n"
+            "Specimen A, from the right frontal lobe, is small fragments of a glial neoplasm."
+        ),
+    ),
+    (
         "site",
         (
             "D. Lung, left upper lobe, lobectomy: adenocarcinoma.\nGROSS DESCRIPTION:\nD. Lung, "

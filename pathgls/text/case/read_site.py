@@ -106,9 +106,23 @@ _LOCATED = re.compile(
     re.I,
 )
 _SHOWS = re.compile(
-    r"(?P<side>left|right)\s+(?P<organ>breast|kidney|lung|ovary|adrenal|testis|ureter)\b"
+    r"(?P<side>left|right)\s+(?:(?:upper|middle|lower)\s+lobe|(?P<organ>breast|kidney|lung|ovary|"
+    r"adrenal|testis|ureter))\b"
     r"(?:\s+(?:tissue|parenchyma|specimen))?\s+(?:shows?|showing|contains?|containing|with|harbou?rs?|"
     r"demonstrates?|has)\b",
+    re.I,
+)
+#: "Specimen A, from the right frontal lobe, is …", "The current lobectomy specimen is the right
+#: upper lobe": where a specimen was taken.
+_SPECIMEN_FROM = re.compile(
+    r"\b(?:(?:specimen|part)\s+#?(?P<l>[A-Z]|\d{1,2})\b|(?:the\s+)?(?:current\s+|present\s+)?"
+    r"(?:\w+\s+)?specimen)\s*[,(]?\s*(?:(?:is|was)\s+)?(?:(?:taken|obtained|received|removed)\s+)?"
+    r"(?:from|of|is|was)\s+(?:the\s+)?(?P<side>left|right)\b(?!\s+(?:and|&|or)\b)",
+    re.I,
+)
+_PART_FROM = re.compile(
+    r"[\s,(]*(?:(?:taken|obtained|received|removed)\s+)?from\s+(?:the\s+)?(?P<side>left|right)\b"
+    r"(?!\s+(?:and|&|or)\b)",
     re.I,
 )
 _PAIRED = (
@@ -258,6 +272,20 @@ def read_side(ctx: Context) -> None:
                 )
         return
     _read_site_phrases(ctx, target)
+    for m in _SPECIMEN_FROM.finditer(text, ctx.start, ctx.end):
+        label = m.group("l")
+        where = Target("part", label.upper()) if label else Target("tumour", ctx.part)
+        ctx.add("side", "", m.group("side").lower(), m.start(), m.end(), target=where)
+    lead = _PART_FROM.match(text, ctx.start, ctx.end)
+    if lead and ctx.part is not None:  # "Specimen A, from the right frontal lobe, …" (label read)
+        ctx.add(
+            "side",
+            "",
+            lead.group("side").lower(),
+            lead.start("side"),
+            lead.end(),
+            target=Target("part", ctx.part),
+        )
     for m in _SHOWS.finditer(text, ctx.start, ctx.end):
         if re.search(
             r"carcinoma|tumou?r|neoplasm|sarcoma|melanoma|lymphoma|adenoma|malignan",
