@@ -191,6 +191,21 @@ FIRES = [
         ),
     ),
     ("grade", "Glioblastoma, WHO grade II."),
+    (
+        "grade",
+        (
+            "FINAL DIAGNOSIS:\nBrain, right frontal, resection: oligodendroglioma (WHO grade III)."
+            "\nCOMMENT: The neoplasm is a low grade glioma without features of anaplasia."
+        ),
+    ),
+    (
+        "grade",
+        (
+            "Kidney, left, nephrectomy: clear cell renal cell carcinoma, Fuhrman grade 3.\n"
+            "MICROSCOPIC: The nuclei are small and uniform with absent or inconspicuous nucleoli "
+            "(Fuhrman grade 1)."
+        ),
+    ),
     ("grade", "Invasive ductal carcinoma, Nottingham score 8/9.\nNottingham histologic grade: 1."),
     ("stage_size", "Invasive ductal carcinoma of the breast, 6.2 cm. Pathologic stage pT1c N0."),
     (

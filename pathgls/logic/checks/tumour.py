@@ -425,7 +425,9 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS and not gloss:
             continue  # "G2/G3", "grade II or III", "from grade II to III": one statement, a range
         organ = view.organ(a)
-        if organ == "brain" and not (_summary(view, a) and _summary(view, b)):
+        if organ == "brain" and not (
+            (_summary(view, a) and _summary(view, b)) or _glioma_called(view, a, b)
+        ):
             continue  # brain reports discuss grades in prose; only diagnosis lines are compared
         c = _grade_pair(_in_organ(a, organ), _in_organ(b, organ), organ)
         if c is None:
@@ -449,6 +451,22 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 )
             else:
                 yield compared("grade", g, t)
+
+
+def _glioma_called(view: CaseView, a: Fact, b: Fact) -> bool:
+    """A WHO grade on a diagnosis line against "the neoplasm is a low grade glioma" (the tumour
+    called a low- or high-grade glioma outright, not a grade discussed in prose)."""
+    if {a.key, b.key} != {"two_tier", "who"}:
+        return False
+    t, g = (a, b) if a.key == "two_tier" else (b, a)
+    return _summary(view, g) and bool(
+        re.search(
+            r"\b(?:is|represents?|consistent\s+with)\s+(?:an?\s+)?(?:low|high)[\s\-]grade\s+"
+            r"(?:diffuse\s+)?glioma",
+            view.case.sentence(t.statement),
+            re.I,
+        )
+    )
 
 
 _SAME_STATEMENT_PAIRS = (
@@ -535,6 +553,12 @@ def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | bool | None
             gap = max(tb[0] - ta[1], ta[0] - tb[1])
             if gap >= 1 and not (ka == kb == "differentiation" and gap < 2):
                 return f"'{_word(a)}' against '{_word(b)}'"
+        return False
+    if {ka, kb} == {"two_tier", "who"} and organ == "brain":
+        # a low-grade glioma is WHO grade I-II, a high-grade one III-IV
+        t, g = (a, b) if ka == "two_tier" else (b, a)
+        if (t.value == "low" and int(g.value) >= 3) or (t.value == "high" and int(g.value) <= 1):
+            return f"{t.value} grade against WHO grade {g.value}"
         return False
     if {ka, kb} == {"two_tier", "differentiation"}:
         t, d = (a, b) if ka == "two_tier" else (b, a)

@@ -358,7 +358,12 @@ def read_grade(ctx: Context) -> None:
         target = ctx.target(subject, "tumour")
         if target.kind in ("margin", "nodes", "population", "tissue", "part"):
             return
-        certain = ctx.polarity(m.start(), m.end()) == PRESENT
+        certain = ctx.polarity(m.start(), m.end()) == PRESENT or (
+            # "absent or inconspicuous nucleoli (Fuhrman grade 1)": a denial outside the
+            # parentheses does not reach the grade within them
+            text[max(ctx.start, m.start() - 2) : m.start()].rstrip().endswith("(")
+            and not re.search(r"\b(?:no|not)\b", text[m.start() : m.end()], re.I)
+        )
         ctx.add("grade", key, value, m.start(), m.end(), target=target, certain=certain, note=note)
 
     part_label = re.search(r"\b(primary|secondary|tertiary)\b", lab)
