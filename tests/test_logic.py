@@ -214,6 +214,14 @@ FIRES = [
     ),
     ("stage_extent", "Prostatic adenocarcinoma, pT3a. The tumour is confined to the prostate."),
     (
+        "stage_metastasis",
+        (
+            "A. Pancreas, distal pancreatectomy: pancreatic ductal adenocarcinoma, 3.5 cm.\n"
+            "B. Liver, left lobe nodule, excisional biopsy: metastatic adenocarcinoma.\n"
+            "Pathologic stage: pT3 pN1 pM0."
+        ),
+    ),
+    (
         "stage_extent",
         "Prostatic adenocarcinoma.\nExtraprostatic extension: Present.\nPathologic stage: pT2c.",
     ),
@@ -361,6 +369,11 @@ SILENT = [
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "
         "comparison, the tumor present in the colon demonstrates strong cytokeratin 20 and CDX2 "
         "expression."
+    ),
+    # the omentum of an ovarian carcinoma is regional (FIGO III), not distant
+    (
+        "A. Ovary, right, oophorectomy: high grade serous carcinoma.\nB. Omentum, omentectomy: "
+        "metastatic serous carcinoma.\nPathologic stage: pT3c pN0 pM0."
     ),
     # DCIS at a margin, invasive carcinoma some way off; another specimen's margin
     (
@@ -567,7 +580,7 @@ def test_checks_stay_silent_on_look_alikes(text: str) -> None:
 def test_every_check_is_exercised() -> None:
     rules = {r for r, _ in FIRES}
     families = {
-        "stage": {"stage_size", "stage_extent", "stage_nodes"},
+        "stage": {"stage_size", "stage_extent", "stage_nodes", "stage_metastasis"},
         "nodes": {"node_counts", "node_status"},
         "benign": {"behaviour"},
     }

@@ -143,7 +143,8 @@ def _match(cat: str, table: dict[str, object]) -> str | None:
 
 
 def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
-    """pT against size and extent; pN against node counts; FIGO against depth and nodes."""
+    """pT against size and extent; pN against node counts; FIGO against depth and nodes; pM0
+    against a metastasis in a distant organ's specimen."""
     t_facts = [f for f in view.facts("stage", kind="tumour", key="T") if "prefix=y" not in f.note]
     sizes = view.facts("size", kind="tumour")
     extents = view.facts("extent", kind="tumour")
@@ -203,6 +204,7 @@ def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     yield from _depth(view, w)
     yield from check_depths(view, w)
     yield from _nodes(view, w)
+    yield from _distant(view, w)
 
 
 def _several_t(view: CaseView, t: Fact) -> bool:
@@ -314,6 +316,48 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 )
             else:
                 yield compared("stage_extent", s, d)
+
+
+#: Organs whose metastasis is distant (M1) for a primary elsewhere; the peritoneum and omentum
+#: are regional for gynaecological primaries (FIGO III), not distant.
+_DISTANT = {
+    "liver": re.compile(r"\bliver\b|\bhepatic\b", re.I),
+    "brain": re.compile(r"\bbrain\b|\bcerebr\w*", re.I),
+    "bone": re.compile(r"\bbone\b|\bvertebra\w*|\bfemur\b|\brib\b", re.I),
+    "lung": re.compile(r"\blung\b|\bpulmonary\b", re.I),
+    "peritoneum": re.compile(r"\bperitone\w*|\bomentum\b|\bomental\b|\bumbilic\w*", re.I),
+}
+_REGIONAL_PERITONEUM = frozenset({"ovary", "uterus", "fallopian tube", "cervix"})
+
+
+def _distant(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """pM0 against a metastasis in a distant organ's specimen ("C. Liver, left lobe nodule,
+    excisional biopsy: metastatic adenocarcinoma")."""
+    m0 = [
+        f
+        for f in view.facts("stage", kind="tumour", key="M")
+        if str(f.value).startswith("M0") and f.certain and "prefix=c" not in f.note
+    ]
+    if not m0 or view.primaries > 1:
+        return
+    for m in m0:
+        organ = view.organ(m)
+        for f in view.facts("metastasis"):
+            if not f.certain or f.target.part is None:
+                continue
+            title = view.case.parts[f.target.part].title if f.target.part in view.case.parts else ""
+            site = next((k for k, rx in _DISTANT.items() if rx.search(title)), None)
+            if site is None or site == organ or re.search(r"lymph|\bnodes?\b", title, re.I):
+                continue
+            if site == "peritoneum" and organ in _REGIONAL_PERITONEUM:
+                continue
+            yield conflict(
+                "stage_metastasis",
+                w.stage_nodes,
+                m,
+                f,
+                f"p{m.value} but a metastasis in the {site} ('{title.strip()[:60]}')",
+            )
 
 
 _OTHER_ORGAN_STAGE = re.compile(
