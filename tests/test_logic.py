@@ -128,6 +128,14 @@ FIRES = [
         ),
     ),
     (
+        "behaviour",
+        (
+            "The urinary bladder shows full-thickness invasion of the bladder wall by urothelial "
+            "carcinoma, grade 3. Comment: the bladder carcinoma is confined to the urothelium "
+            "(carcinoma in situ only)."
+        ),
+    ),
+    (
         "amount",
         (
             "Anaplastic astrocytoma, WHO grade III. MIB-1 labeling index: 4.2%.\nComment: the "

@@ -2,11 +2,12 @@
 
 Each check is small and named (:data:`CHECKS`): ``behaviour``, ``type``, ``side``, ``site``,
 ``size``, ``grade``, ``stage`` (pT against size and extent, pN against the node count, FIGO
-against depth, pM0 against a distant metastasis), ``nodes`` (counts, station sums, status), ``margin``, ``marker``, ``finding``
-(an invasion kind, an extent or a finding affirmed and denied), ``amount`` (two Ki-67 indices or
-shares of the specimen involved that cannot agree). A check fires only when both
-facts are certainly about the same target (:class:`~pathgls.logic.checks.base.CaseView`); what
-it compared without a conflict is reported too, so every comparison is a scored pair.
+against depth, pM0 against a distant metastasis), ``nodes`` (counts, station sums, status),
+``margin``, ``marker``, ``finding`` (an invasion kind, an extent or a finding affirmed and
+denied), ``amount`` (two Ki-67 indices or shares of the specimen involved that cannot agree).
+A check fires only when both facts are certainly about the same target
+(:class:`~pathgls.logic.checks.base.CaseView`); what it compared without a conflict is reported
+too, so every comparison is a scored pair.
 """
 
 from __future__ import annotations

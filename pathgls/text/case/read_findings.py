@@ -388,7 +388,9 @@ _INVASIVE_WORD = re.compile(
     r"(?<![A-Za-z\-])(?:invasive\s+(?:tumou?r|carcinoma|component|growth|cancer|focus|foci|"
     r"adenocarcinoma|disease)|(?:tumou?r|carcinoma)\s+(?:invades|infiltrates)|"
     r"destructive(?:,)?\s+infiltrative|infiltrative\s+growth|stromal\s+invasion|"
-    r"frankly\s+invasive)(?![A-Za-z])",
+    r"frankly\s+invasive|(?:full[\s\-]+thickness|transmural)\s+invasion|invasion\s+(?:of|into|"
+    r"through)\s+(?:the\s+)?(?:\w+\s+){0,3}(?:wall|muscularis|stroma|submucosa|lamina\s+propria))"
+    r"(?![A-Za-z])",
     re.I,
 )
 _BENIGN_PREDICATE = re.compile(
@@ -430,6 +432,12 @@ def read_behaviour(ctx: Context) -> None:
         if ctx.polarity(m.start(), m.end()) != PRESENT:
             continue
         subject = ctx.subject(m.start())
+        if (
+            subject is not None
+            and subject.kind == "tissue"
+            and re.match(r"(?:full|transmural|invasion\s+(?:of|into|through))", m.group(), re.I)
+        ):
+            subject = None  # "the bladder shows full-thickness invasion of its wall by carcinoma"
         if subject is not None and subject.kind in ("margin", "nodes", "population", "tissue"):
             continue
         target = ctx.target(subject, "tumour")
