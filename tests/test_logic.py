@@ -372,6 +372,20 @@ SILENT = [
         "\nMICROSCOPIC:\n1. The tumour extends beyond the muscularis propria (pT3b).\n2. This is "
         "ureter which shows no carcinoma in situ or invasive malignancy."
     ),
+    # satellite nodules keep their subject across "but"; two EpCAM clones are two markers;
+    # a bullet under a tissue label is that tissue's
+    (
+        "Papillary renal cell carcinoma. The main tumor mass is immunoreactive for CK7 and "
+        "racemase. The satellite nodules are immunoreactive for CK7 but negative for racemase."
+    ),
+    (
+        "Adenocarcinoma of the lung. The tumor shows positive staining for TTF-1 and MOC-31 and "
+        "is negative for CK5/6 and Ber-EP4."
+    ),
+    (
+        "5. Uterus, hysterectomy:\nEndometrium:\n- Serous carcinoma.\nCervix:\n- Negative for "
+        "malignancy.\nRight & left ovaries:\n- Negative for malignancy."
+    ),
     # another tumour named for comparison
     (
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "

@@ -327,10 +327,15 @@ def _part_level(ctx: Context) -> bool:
 
 #: A line naming one tissue of the specimen, under which its findings follow.
 _TISSUE_HEADING = re.compile(
-    r"(?:(?:LEFT|RIGHT|BILATERAL)\s+)?(?:CERVIX|MYOMETRIUM|SEROSA|ENDOMETRIUM|OVAR(?:Y|IES)|"
+    r"(?:(?:LEFT|RIGHT|BILATERAL)\s+(?:(?:AND|&)\s+(?:LEFT|RIGHT)\s+)?)?(?:CERVIX|MYOMETRIUM|SEROSA|ENDOMETRIUM|OVAR(?:Y|IES)|"
     r"(?:FALLOPIAN\s+)?TUBES?|PARAMETRIA|PARAMETRIUM|OMENTUM|ADNEXA|LYMPH\s+NODES?|MARGINS?|"
     r"LOWER\s+UTERINE\s+SEGMENT|VAGINAL\s+CUFF|URETERS?|URETHRA|SEMINAL\s+VESICLES?|PLEURA|"
     r"ADRENAL(?:\s+GLAND)?|BACKGROUND|UNINVOLVED\s+\w+|NON-?NEOPLASTIC\s+\w+)",
+    re.I,
+)
+_PART_LINE = re.compile(r"[ \t]*(?:part\s+|specimen\s+)?(?:[A-Z]|\d{1,2})\s?[.):]", re.I)
+_OTHER_PARTS_LINE = re.compile(
+    r"[ \t]*(?:[A-Z]|\d{1,2})(?:\s*(?:,|&|and|-|to)\s*(?:[A-Z]|\d{1,2}))+\s?[.):]", re.I
 )
 _WHOLE_DENIAL = re.compile(
     r"\W*(?:(?:there\s+is\s+)?no\s+(?:evidence\s+of\s+)?(?:residual\s+)?(?:tumou?r|malignancy|"
@@ -354,8 +359,13 @@ def _whole_part_denial(ctx: Context, m: re.Match[str]) -> bool:
     ):
         return False  # "Bronchial margin: no carcinoma", "Fallopian tubes: negative": its label
     before = ctx.text[max(0, ctx.start - 120) : ctx.start].rstrip().split("\n")[-2:]
-    if any(_TISSUE_HEADING.fullmatch(line.strip(" :-")) for line in before):
+    if any(_TISSUE_HEADING.fullmatch(line.strip(" :-\"'")) for line in before):
         return False  # "CERVIX" / "CHRONIC CERVICITIS" / "NO TUMOR IDENTIFIED": the cervix's
+    last = before[-1].strip() if before and ctx.label is None else ""
+    if last.endswith(":") and not _PART_LINE.match(last) and len(last) <= 60:
+        return False  # '"POSTERIOR VAGINAL CUFF":' / 'NEGATIVE FOR CARCINOMA.': the cuff's
+    if _OTHER_PARTS_LINE.match(last):
+        return False  # "B,C,D. Lymph nodes, level 7" / "- Negative for malignancy.": theirs
     return _WHOLE_DENIAL.fullmatch(ctx.text, body, ctx.end) is not None
 
 

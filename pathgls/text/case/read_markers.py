@@ -211,6 +211,7 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
     text = ctx.text
     carried = population
     explicit: Subject | None = None
+    said_of: Subject | None = None  # the subject this statement's earlier results were said of
     if _PERFORMED.search(text, ctx.start, ctx.end):
         return carried  # "Immunostains for ER and PR are performed": a test, not a result
     if _COMPARISON.search(text, ctx.start, ctx.end):
@@ -265,6 +266,10 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         ):
             method = method or "ish"
         subject = ctx.subject(m.start())
+        if subject is None and said_of is not None:
+            subject = said_of  # "The satellite nodules are positive for CK7 but negative for X"
+        elif subject is not None:
+            said_of = subject
         cells_after = _POPULATION_AFTER.search(text, m.end(), c.end)
         if cells_after and (subject is None or subject.kind == "tumour"):
             # "MLH1 staining is retained in the adjacent non-neoplastic stromal cells"
