@@ -386,6 +386,20 @@ SILENT = [
         "5. Uterus, hysterectomy:\nEndometrium:\n- Serous carcinoma.\nCervix:\n- Negative for "
         "malignancy.\nRight & left ovaries:\n- Negative for malignancy."
     ),
+    # OCR "(8/2 1)", the second primary's staging, a tumour-free part's denial
+    (
+        "Urothelial carcinoma of the bladder.\nLymph nodes: positive in 3 of 11 right and 5 of 10 "
+        "left pelvic nodes (8/2 1)."
+    ),
+    (
+        "Urothelial carcinoma of the bladder, pT3b. Metastatic urothelial carcinoma involving 4 of "
+        "5 left pelvic lymph nodes.\nProstatic adenocarcinoma, Gleason 3+4=7.\nAJCC Staging "
+        "( prostate): pT2c pN0"
+    ),
+    (
+        "1. Bladder, cystectomy: urothelial carcinoma invading the prostate, pT4a.\n4. Ureter, "
+        "left, excision: there is no evidence of invasive malignancy."
+    ),
     # another tumour named for comparison
     (
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "

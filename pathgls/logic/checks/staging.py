@@ -361,7 +361,7 @@ def _distant(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 
 _OTHER_ORGAN_STAGE = re.compile(
-    r"\((?:for\s+)?(?P<o>prostate|bladder|kidney|lung|breast|colon|uterus|ovary|cervix)\b", re.I
+    r"\(\s*(?:for\s+)?(?P<o>prostate|bladder|kidney|lung|breast|colon|uterus|ovary|cervix)\b", re.I
 )
 
 

@@ -79,6 +79,12 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for b in invasive:
             if b.slot == "stage" and _item_of_another_part(view, a):
                 continue
+            if (
+                a.target.part is not None
+                and a.target.part not in view.tumour_parts
+                and b.target.part != a.target.part
+            ):
+                continue  # "no invasive malignancy" in the ureter's part, not the tumour's
             if view.same(a.target, b.target) and a.statement != b.statement:
                 yield conflict(
                     "behaviour",

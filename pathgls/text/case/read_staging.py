@@ -270,6 +270,9 @@ def read_nodes(ctx: Context) -> None:
             and not re.search(_NODE, window, re.I)
         ):
             continue
+        ocr_split = re.match(r" (\d)(?!\d)", text[m.end() : m.end() + 3])
+        if p > t and ocr_split and p <= int(f"{t}{ocr_split.group(1)}"):
+            t = int(f"{t}{ocr_split.group(1)}")  # OCR: "(8/2 1)" is 8/21
         if p > t and not re.search(
             _NODE, text[max(ctx.start, m.start() - 25) : min(ctx.end, m.end() + 25)], re.I
         ):
