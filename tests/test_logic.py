@@ -400,6 +400,17 @@ SILENT = [
         "1. Bladder, cystectomy: urothelial carcinoma invading the prostate, pT4a.\n4. Ureter, "
         "left, excision: there is no evidence of invasive malignancy."
     ),
+    # "(10/10)" of negative nodes, OCR digits after a count, a component and the whole lesion
+    (
+        "Prostatic adenocarcinoma.\nLymph node, bilateral pelvic, excisional biopsy - no "
+        "histopathologic abnormality (10/10).\nBilateral pelvic (0/10)."
+    ),
+    "Endometrioid adenocarcinoma.\nNo tumor identified in three lymph nodes (0/3).,01,1/3 11311,1",
+    (
+        "Squamous cell carcinoma of the lung. The tumour comprises a circumscribed nodule (57 mm "
+        "in maximum diameter). The maximum diameter of the entire lesion (nodule plus ill-defined "
+        "area) measures 91 mm."
+    ),
     # another tumour named for comparison
     (
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "

@@ -350,10 +350,18 @@ SIZE_RATIO = 1.4
 SIZE_DIFF_CM = 0.8
 
 
+_WHOLE_LESION = re.compile(
+    r"\b(?:entire|whole)\s+(?:lesion|tumou?r|mass)\b|\bplus\b|\bcombined\b|\bin\s+aggregate\b",
+    re.I,
+)
+
+
 def check_size(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """Two sizes of the same tumour beyond rounding and measurement differences."""
     facts = [f for f in view.facts("size", kind="tumour") if "residual" not in f.note]
     for a, b in view.pairs(facts):
+        if any(_WHOLE_LESION.search(view.case.sentence(f.statement)) for f in (a, b)):
+            continue  # "the entire lesion (nodule plus ill-defined area) measures 91 mm"
         if view.multiple & {a.target.part, b.target.part}:
             continue
         lo, hi = sorted((float(a.value), float(b.value)))

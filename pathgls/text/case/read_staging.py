@@ -115,7 +115,8 @@ _COUNT_STATUS = re.compile(
 _NEG_STATUS = re.compile(
     r"negative|no\s+(?:evidence\s+of\s+)?(?:tumou?r|malignancy|carcinoma|metasta\w+|"
     r"neoplasm|cancer)|free\s+of|benign|without\s+(?:evidence\s+of\s+)?(?:tumou?r|"
-    r"malignancy|carcinoma|metasta\w+)|uninvolved|not\s+involved|reactive",
+    r"malignancy|carcinoma|metasta\w+)|uninvolved|not\s+involved|reactive|"
+    r"no\s+(?:histopathologic\s+|significant\s+)?abnormalit\w*",
     re.I,
 )
 _POS_STATUS = re.compile(
@@ -273,6 +274,11 @@ def read_nodes(ctx: Context) -> None:
         ocr_split = re.match(r" (\d)(?!\d)", text[m.end() : m.end() + 3])
         if p > t and ocr_split and p <= int(f"{t}{ocr_split.group(1)}"):
             t = int(f"{t}{ocr_split.group(1)}")  # OCR: "(8/2 1)" is 8/21
+        if re.match(r"\s\d{3,}", text[m.end() : m.end() + 6]):
+            continue  # "1/3 11311": OCR noise
+        around = text[max(ctx.start, m.start() - 80) : m.start()]
+        if p == t and _NEG_STATUS.search(around) and not _POS_STATUS.search(around):
+            p = 0  # "no histopathologic abnormality (10/10)": ten of ten nodes negative
         if p > t and not re.search(
             _NODE, text[max(ctx.start, m.start() - 25) : min(ctx.end, m.end() + 25)], re.I
         ):
