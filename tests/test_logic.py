@@ -411,6 +411,20 @@ SILENT = [
         "in maximum diameter). The maximum diameter of the entire lesion (nodule plus ill-defined "
         "area) measures 91 mm."
     ),
+    # a block list, a frozen section's codes, another field's value before a heading
+    (
+        "Squamous cell carcinoma of the lung. It lies 10 mm from the closest bronchial margin.\n"
+        "(1A, bronchial margin; 1B, hilar lymph nodes; 1C-D, tumour including closest bronchial "
+        "margin; 1E-F, tumour abutting pleural surface)"
+    ),
+    (
+        "Adenocarcinoma of the lung.\nFSA-FSD: Lung, lobectomy: negative for carcinoma at the "
+        "bronchial margin.\nTumor is present in the bronchial margin on permanent sections."
+    ),
+    (
+        "Squamous cell carcinoma.\nVisceral Pleura Invasion: Not identified MARGINS\nBronchial "
+        "Margin Involvement by Invasive Carcinoma: Involved"
+    ),
     # another tumour named for comparison
     (
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "

@@ -138,8 +138,15 @@ _HYPOTHETICAL = re.compile(
 )
 _PRELIMINARY = re.compile(
     r"\b(?:frozen\s+section|intra-?\s?operative(?:ly)?|touch\s+prep\w*|on\s+frozen|"
-    r"at\s+the\s+time\s+of\s+(?:frozen|surgery))\b",
+    r"at\s+the\s+time\s+of\s+(?:frozen|surgery))\b|"
+    # frozen-section block codes: "FSA-FSD:", "FS1:"
+    r"(?<![A-Za-z])FS[A-Z0-9](?:\s*-\s*FS[A-Z0-9])?\s*:",
     re.I,
+)
+#: A list of sections by block code ("1A-1B, tumour including resection margin; 1C-D, …").
+_BLOCK_LIST = re.compile(
+    r"(?:(?:^|[\[(;,]\s*)\d{1,2}[A-Z]{0,2}(?:\s*-\s*\d{0,2}[A-Z]{1,2})?\s*[,:]\s*[A-Za-z][^;\]]{1,120}"
+    r"){3,}"
 )
 GROSS_SENTENCE = re.compile(
     r"\W*(?:(?:on\s+)?(?:serial\s+)?section(?:ing|ed)\b|sectioning|cut\s+(?:surface|section)|"
@@ -176,7 +183,7 @@ def statement_kind(
         return REGION_KINDS[region], f"{region} section"
     if FORM.search(s):
         return "form", "form or QC field"
-    if _BLOCK_KEY.match(s):
+    if _BLOCK_KEY.match(s) or _BLOCK_LIST.search(s):
         return "form", "block key"
     if LEGEND.match(s) or _LEGEND_LIST.search(s) or _LEGEND_INLINE.search(s):
         return "legend", "staging legend"

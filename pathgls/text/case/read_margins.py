@@ -94,6 +94,14 @@ def read_margins(ctx: Context) -> None:
         if status is None:
             continue
         if (
+            not _status_after(after)
+            and ctx.label is not None
+            and sm.start >= ctx.value_start
+            and not re.search(r"margin|resection|surgical", ctx.label_text)
+            and not text[sm.end : ctx.end].strip(" .,;:-\n\t")
+        ):
+            continue  # "Visceral Pleura Invasion: Not identified MARGINS": a heading run on
+        if (
             ctx.polarity(sm.start, sm.end) == UNCERTAIN
             or _hedged(after[:60])
             or _hedged(before[-40:])
@@ -274,6 +282,9 @@ def _status_after(after: str) -> str | None:
 
 def _status_before(before: str) -> str | None:
     b = before[-90:]
+    field = re.search(r"([^:\n]{2,40}):\s*(?:not\s+)?[\w\s]{0,25}$", b)
+    if field and not re.search(r"margin|resection|surgical", field.group(1), re.I):
+        return None  # "Visceral pleura invasion: Not identified MARGINS": another field's value
     if _BEFORE_FREE.search(b):
         return "free"
     m = _BEFORE_INVOLVED.search(b)
