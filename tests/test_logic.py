@@ -425,6 +425,11 @@ SILENT = [
         "Squamous cell carcinoma.\nVisceral Pleura Invasion: Not identified MARGINS\nBronchial "
         "Margin Involvement by Invasive Carcinoma: Involved"
     ),
+    # an organ sampled whole, listed after the margins
+    (
+        "Endometrioid adenocarcinoma of the endometrium.\nSPECIMEN MARGINS: NOT INVOLVED.\n"
+        "OVARIES, RIGHT AND LEFT: POSITIVE FOR POORLY DIFFERENTIATED ADENOCARCINOMA."
+    ),
     # another tumour named for comparison
     (
         "Metastatic carcinoma in the ovary. Cytokeratin 20, Pax8 and CDX2 are negative. In "

@@ -59,7 +59,12 @@ def _qualifier(text: str, a: int, b: int) -> str:
 def read_margins(ctx: Context) -> None:
     """Margin status and distance ("margin" and "margin_distance" facts)."""
     text = ctx.text
-    if ctx.topic == "margin" and ctx.label is not None and not _MARGIN_WORD.search(ctx.label_text):
+    if (
+        ctx.topic == "margin"
+        and ctx.label is not None
+        and not _MARGIN_WORD.search(ctx.label_text)
+        and not _WHOLE_ORGAN_LABEL.search(ctx.label_text)
+    ):
         value = text[ctx.value_start : ctx.end]
         inv, free = _INVOLVED.match(value.strip()), _FREE.match(value.strip())
         name = clean_name(ctx.label_text)
@@ -278,6 +283,15 @@ def _status_after(after: str) -> str | None:
     if w.startswith(("positive", "involved", "present", "with", "tumo")):
         return "involved"
     return "free"
+
+
+#: Labels naming an organ or tissue sampled whole, not a margin, even in a list of margins
+#: ("SPECIMEN MARGINS: NOT INVOLVED" / "OVARIES, RIGHT AND LEFT: POSITIVE FOR CARCINOMA").
+_WHOLE_ORGAN_LABEL = re.compile(
+    r"\b(?:ovar\w*|fallopian|tubes?|omentum|lymph|nodes?|uterus|endometri\w*|myometri\w*|"
+    r"adnexa\w*|appendix|gallbladder|spleen)\b",
+    re.I,
+)
 
 
 def _status_before(before: str) -> str | None:
