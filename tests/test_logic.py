@@ -425,6 +425,11 @@ SILENT = [
         "Squamous cell carcinoma.\nVisceral Pleura Invasion: Not identified MARGINS\nBronchial "
         "Margin Involvement by Invasive Carcinoma: Involved"
     ),
+    # the side of tissue beside the organ, in the tumour's part
+    (
+        "F. Prostate and periureteral tissue, right; excision:\nProstatic adenocarcinoma, Gleason "
+        "3+4=7.\nTumor location: peripheral zone - left\nPeri ureteral right: no tumor."
+    ),
     # an organ sampled whole, listed after the margins
     (
         "Endometrioid adenocarcinoma of the endometrium.\nSPECIMEN MARGINS: NOT INVOLVED.\n"

@@ -294,7 +294,8 @@ def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     facts = [
         f
         for f in view.facts("side")
-        if f.target.kind != "tumour" or not _BESIDE_THE_ORGAN.search(view.case.evidence(f))
+        if (f.target.kind != "tumour" and f.target.part not in view.tumour_parts)
+        or not _BESIDE_THE_ORGAN.search(view.case.evidence(f))
     ]
     for a, b in _where_pairs(view, facts):
         if a.value == b.value:
@@ -323,7 +324,11 @@ def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 #: The side of a lymph node dissection or of the soft tissue around an organ ("Right pelvic
 #: lymph nodes", "Para-aortic tissue, left") is not the side of the tumour or its organ.
 _BESIDE_THE_ORGAN = re.compile(
-    r"\blymph|\bnod(?:e|es|al)\b|\b(?:peri|para)[\w\-\s]{0,12}?tissue|\baortic\b|\bpelvic\b", re.I
+    r"\blymph|\bnod(?:e|es|al)\b|\b(?:peri|para)[\w\-\s]{0,12}?tissue|\baortic\b|\bpelvic\b|"
+    r"\bperi[\s\-]?(?:ureter|renal|nephric|vesic|rectal|colic|pancrea|gastric|hilar|bronch|"
+    r"trache|esophag|uterine|ovarian|tubal)\w*|\bpara[\s\-]?(?:aortic|caval|trache|rectal|vesic|"
+    r"esophag|metri)\w*",
+    re.I,
 )
 
 
