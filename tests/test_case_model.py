@@ -296,3 +296,26 @@ def test_amounts_are_intervals_in_percent() -> None:
         ("proliferation", (0.0, 18.8), "max areas"),
         ("proliferation", (4.2, 4.2), ""),
     ]
+
+
+def test_a_denied_component_or_a_tumours_own_name_is_no_mix() -> None:
+    def notes(text: str) -> dict[str, str]:
+        return {f.value: f.note for f in build_case(text).facts if f.slot == "type"}
+
+    assert (
+        "mixed"
+        not in notes(
+            "Tumor type:\nCarcinosarcoma (malignant mullerian mixed tumor) of endometrium with "
+            "heterologous differentiation"
+        )["carcinosarcoma"]
+    )
+    assert (
+        "mixed"
+        not in notes(
+            "Uterus, hysterectomy: endometrioid adenocarcinoma; no squamous component identified."
+        )["endometrioid adenocarcinoma"]
+    )
+    assert (
+        "mixed"
+        in notes("Diagnosis: adenocarcinoma with a neuroendocrine component.")["adenocarcinoma"]
+    )

@@ -166,7 +166,7 @@ def read_type(ctx: Context) -> None:
         if sub and concept == "renal cell carcinoma":
             word = " ".join((sub.group("w") or sub.group("w2")).lower().replace("-", " ").split())
             concept = _RCC_SUBTYPES.get(word, concept)
-        mixed = bool(_MIXED.search(text, ctx.start, ctx.end))
+        mixed = any(_names_a_mix(ctx, x) for x in _MIXED.finditer(text, ctx.start, ctx.end))
         target = Target("tumour", ctx.part)
         if subject is not None and subject.kind == "part":
             target = Target("tumour", subject.name)
@@ -188,6 +188,22 @@ def read_type(ctx: Context) -> None:
 
 
 _METASTATIC = re.compile(r"metastatic\s+$", re.I)
+
+
+def _names_a_mix(ctx: Context, x: re.Match[str]) -> bool:
+    """Whether a mixed-tumour cue names a mix: not "no sarcomatous component", not "malignant
+    mullerian mixed tumor" (one tumour's name)."""
+    text = ctx.text
+    before = text[max(ctx.start, x.start() - 30) : x.start()]
+    if re.search(r"\b(?:no|not|without|lacks?|lacking|absent)\s+(?:\w+\s+){0,2}$", before, re.I):
+        return False
+    return not (
+        re.match(r"mixed\s+(?:tumou?r|m[uü]ll)", text[x.start() : x.end() + 12], re.I)
+        or re.search(r"\b(?:heterologous|homologous)\b", x.group(), re.I)
+        or re.search(r"m[uü]llerian\s+$", before, re.I)
+    )
+
+
 _ABOUT_A_TYPE = re.compile(
     r"\b(?:characteristic|typical|diagnostic|suggestive|reminiscent|features?)\s+of\s+"
     r"(?:the\s+|an?\s+)?(?:[\w\-]+\s+){0,2}$|\b(?:devoid\s+of|lack\w*|absence\s+of)\s+"
