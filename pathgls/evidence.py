@@ -379,7 +379,9 @@ class LogicEvidence(ModuleEvidence):
 
     MODULE: ClassVar[str] = "logic"
 
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"top_pairs", "k", "pairs_by_kind", "checks"})
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"top_pairs", "k", "pairs_by_kind", "checks", "statements", "silent"}
+    )
 
     # highest probability first (as written); absent when there was no pair
     top_pairs: tuple[ContradictionPair, ...] = ()
@@ -388,6 +390,9 @@ class LogicEvidence(ModuleEvidence):
     nli: str = ""  # NLI backend
     pairs_by_kind: Mapping[str, int] = field(default_factory=dict)  # finding<->finding: 3, ...
     checks: tuple[CheckEvidence, ...] = ()  # every consistency check that fired, strongest first
+    # how many statements of each kind the case model read ("assertion": 12, "legend": 3, …)
+    statements: Mapping[str, int] = field(default_factory=dict)
+    silent: tuple[str, ...] = ()  # where the checks stayed silent, and why (several tumours, …)
 
     def top_pair(self) -> ContradictionPair | None:
         """The pair most likely contradictory (the first of ties); None without pairs."""

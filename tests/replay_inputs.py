@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-ORIGINAL = (
+ORIGINAL = (  # contradicts itself: lymphovascular invasion affirmed, then denied
     "Microscopic: benign glands without atypia. Lymphocytes are present.\n"
-    "Diagnosis: invasive carcinoma.\n"
+    "Lymphovascular invasion is present.\n"
+    "Diagnosis: invasive carcinoma, no lymphovascular invasion.\n"
     "Immunohistochemistry: ER positive."
 )
 ATTACKED = (

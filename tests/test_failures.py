@@ -238,17 +238,21 @@ def test_load_run_on_a_folder_of_runs_names_them(demo_run: Path, tmp_path: Path)
 def test_logic_figure_highlights_the_contradicting_pair(replay_card: ScoreCard) -> None:
     view = logic_view(replay_card)
     top = view.pairs[0]
-    assert (top.premise, top.hypothesis) == ("benign glands without atypia.", "invasive carcinoma.")
-    assert top.probability >= 0.5 and top.rule == "benign_morphology"
+    assert (top.premise, top.hypothesis) == (
+        "Lymphovascular invasion is present.",
+        "invasive carcinoma, no lymphovascular invasion.",
+    )
+    assert top.probability >= 0.5 and top.rule == "finding"
     marked = {view.graph.entities[i].text for i in view.highlighted}
-    assert marked == {"benign", "glands", "atypia", "invasive carcinoma"}  # not ER, lymphocytes
-    assert "1. p=0.60 [check] 'benign glands without atypia.'" in str(view)
+    assert {"Lymphovascular invasion", "lymphovascular invasion"} <= marked
+    assert "ER" not in marked and "Lymphocytes" not in marked and "glands" not in marked
+    assert "1. p=0.95 [check] 'Lymphovascular invasion is present.'" in str(view)
     fig = logic_figure(replay_card)
     nodes = fig.axes[0].collections[0]
     red = [tuple(c[:3]) == (1.0, 0.0, 0.0) for c in nodes.get_edgecolor()]
     assert sum(red) == len(view.highlighted) and len(red) == len(view.graph.entities)
     listed = fig.axes[1].texts[0].get_text()
-    assert "benign_morphology" in listed and "'invasive carcinoma.'" in listed
+    assert "finding" in listed and "no lymphovascular invasion" in listed
 
 
 def test_logic_figure_shows_the_missing_reason(demo_run: Path) -> None:
@@ -293,7 +297,8 @@ def test_attack_diff_lists_finding_changes_and_text_lines(replay_card: ScoreCard
     assert attack.diagnoses_after == ("invasive carcinoma",)
     assert attack.text_diff == (
         "-Microscopic: benign glands without atypia. Lymphocytes are present.",
-        "-Diagnosis: invasive carcinoma.",
+        "-Lymphovascular invasion is present.",
+        "-Diagnosis: invasive carcinoma, no lymphovascular invasion.",
         "+Microscopic: atypical glands with necrosis. Lymphocytes are present.",
         "+Diagnosis: invasive carcinoma, high grade.",
     )

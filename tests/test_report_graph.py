@@ -123,7 +123,7 @@ def test_logic_and_entities_cli(tmp_path: Path, shared_data: Path) -> None:
     )
     res = CliRunner().invoke(app, ["logic", str(rep)])
     assert res.exit_code == 0, res.output
-    assert "S_l = " in res.output and "benign_vs_malignant" in res.output
+    assert "S_l = " in res.output and "the diagnosis is benign" in res.output
     res = CliRunner().invoke(app, ["logic", str(rep), "--json"])
     payload = json.loads(res.output.strip().splitlines()[-1])
     assert payload["logic"] < 0.5 and payload["evidence"]["nli"] == "rules"

@@ -99,7 +99,12 @@ def test_the_report_shows_the_run(run_dir: Path) -> None:
     rules = {c["rule"] for c in replay["logic"]["checks"]}
     assert rules, replay["logic"]
     check = replay["logic"]["checks"][0]
-    assert "benign glands without atypia" in check["first"] + check["second"]
+    assert "no lymphovascular invasion" in check["first"] + check["second"]
+    # the case model beside it: the two facts of the fired check come first, marked
+    rows = replay["logic"]["case"]
+    assert [r["fired"] for r in rows[:2]] == [True, True]
+    assert {r["slot"] for r in rows[:2]} == {"invasion lymphovascular"}
+    assert {r["value"] for r in rows[:2]} == {"present", "absent"}
     assert check["explanation"]
     # the attack diff: the text that changed, and the diagnoses
     attack = next(a for a in replay["attack"] if a["condition"] == ATTACK)

@@ -226,7 +226,10 @@ def test_a_slide_without_resolution_fails_until_mpp_is_given(
 def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path, ROI) -> None:
     src = link(tmp_path / "slides", ROI)
     item = ROI.stem
-    original = "Microscopic: benign glands without atypia.\nDiagnosis: invasive ductal carcinoma."
+    original = (
+        "Microscopic: invasive ductal carcinoma with perineural invasion.\n"
+        "Diagnosis: invasive ductal carcinoma, no perineural invasion."
+    )
     records = [
         {"item_id": item, "condition": "original", "report": original},
         {"item_id": item, "condition": "attack:false-malignant-history", "report": original},
@@ -243,7 +246,7 @@ def test_partial_card_is_redone_and_references_add_hare(tmp_path: Path, ROI) -> 
     assert any("generation failed (stain)" in e for e in card.errors)
     assert card.modules["stability"].value is None
     logic = card.modules["logic"]
-    assert logic.value is not None and logic.value < 0.5  # benign vs invasive carcinoma
+    assert logic.value is not None and logic.value < 0.5  # perineural invasion, then none
     assert logic.evidence["top_pairs"][0]["probability"] > 0.5
     hare = card.modules["hare"]
     assert hare.value is not None and 0.0 < hare.value <= 1.0

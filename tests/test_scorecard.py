@@ -423,8 +423,11 @@ def test_logic_evidence_attributes(run_cards: dict[str, ScoreCard]) -> None:
     assert ev is not None and ev.nli == "rules" and ev.k == len(ev.top_pairs) == 1
     assert ev.n_pairs is not None and ev.n_pairs >= ev.k
     top = ev.top_pair()
-    assert top is not None and top.rule == "benign_morphology" and top.explanation
-    assert (top.premise, top.hypothesis) == ("benign glands without atypia.", "invasive carcinoma.")
+    assert top is not None and top.rule == "finding" and top.explanation
+    assert (top.premise, top.hypothesis) == (
+        "Lymphovascular invasion is present.",
+        "invasive carcinoma, no lymphovascular invasion.",
+    )
     assert card.value("logic") == pytest.approx(
         1.0 - np.mean([p.probability for p in ev.top_pairs])
     )

@@ -17,6 +17,7 @@ from typer.core import TyperArgument, TyperGroup
 from pathgls.cli import attack as _attack
 from pathgls.cli import benchmark as _benchmark
 from pathgls.cli import calibrate as _calibrate
+from pathgls.cli import case as _case
 from pathgls.cli import compare as _compare
 from pathgls.cli import data as _data
 from pathgls.cli import demo as _demo
@@ -88,6 +89,7 @@ app = typer.Typer(
 )
 _extract.register(app)
 _logic.register(app)
+_case.register(app)
 _ground.register(app)
 _attack.register(app)
 _meta.register(app)

@@ -92,25 +92,21 @@ class GroundingConfig:
 class CheckWeights:
     """Contradiction probability of each check when it fires (an NLI-like scale)."""
 
-    polarity: float = 0.95  # the same concept affirmed and denied
-    polarity_general: float = 0.9  # a general denial ("no metastasis") against a specific finding
-    in_situ_vs_invasive: float = 0.9
-    node_status: float = 0.9  # positive nodes against "no nodal metastasis" / a negative count
-    node_counts: float = 0.8  # two different counts for the same station
-    margin: float = 0.85
-    margin_close: float = 0.7  # a close (free) margin against an involved one
-    grade_opposite: float = 0.9  # grades two levels apart (well vs poorly differentiated)
-    grade_adjacent: float = 0.75  # grades one level apart, or Gleason vs grade group
-    benign_vs_malignant: float = 0.9
-    benign_diagnosis: float = 0.85  # a benign diagnosis given as the diagnosis of a malignancy
-    benign_same_kind: float = 0.75  # a benign tumour of the kind of the diagnosed malignancy
-    benign_morphology: float = 0.6  # "no atypia" or "no pleomorphism" said of a carcinoma
-    benign_morphology_strong: float = 0.8  # two such statements
-    unsupported_metastasis: float = 0.85
-    stage_nodes: float = 0.9  # pN0 with positive nodes, N+ with only negative nodes
-    stage_metastasis: float = 0.85  # M0 with distant metastasis and the reverse
-    stage_size: float = 0.75  # a pT category its own stated size rules out
-    marker_result: float = 0.9
+    behaviour: float = 0.95  # no tumour / non-invasive against a malignant / invasive diagnosis
+    type: float = 0.9  # two tumour types that cannot name one tumour
+    side: float = 0.9  # the tumour left and right
+    site: float = 0.85  # the tumour in two lobes
+    size: float = 0.85  # two sizes of one tumour beyond rounding
+    grade: float = 0.9  # grades that disagree (system, differentiation, Gleason, WHO vs type)
+    stage_size: float = 0.85  # a pT category its own stated size rules out
+    stage_extent: float = 0.85  # a pT/FIGO category its own stated extent or depth rules out
+    stage_nodes: float = 0.9  # pN against the positive node count
+    node_counts: float = 0.85  # counts that cannot add up
+    node_status: float = 0.9  # nodes negative and positive
+    margin: float = 0.9  # one margin involved and free
+    marker: float = 0.9  # one marker positive and negative in the same cells
+    finding: float = 0.95  # a finding affirmed and denied of the same target
+    amount: float = 0.85  # two proliferation indices or shares of the specimen that cannot agree
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

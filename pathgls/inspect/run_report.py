@@ -337,10 +337,10 @@ def _logic_panel(card: ScoreCard) -> dict[str, Any]:
     try:
         ev = card.evidence(LogicEvidence)
     except EvidenceError as e:
-        return {"note": f"logic evidence unreadable: {e}", "checks": [], "pairs": []}
+        return {"note": f"logic evidence unreadable: {e}", "checks": [], "pairs": [], "case": []}
     if m is None or m.value is None:
         why = "not run" if m is None else m.missing_reason
-        return {"note": f"logic missing: {why}", "checks": [], "pairs": []}
+        return {"note": f"logic missing: {why}", "checks": [], "pairs": [], "case": []}
     ev = ev or LogicEvidence()
     checks = [
         {
@@ -360,7 +360,39 @@ def _logic_panel(card: ScoreCard) -> dict[str, Any]:
         if not p.checks
     ]
     note = f"logic {_fmt(m.value)}" + ("" if checks else ": no consistency check fired")
-    return {"note": note, "checks": checks, "pairs": pairs}
+    report = card.reports["original"].text if "original" in card.reports else ""
+    return {"note": note, "checks": checks, "pairs": pairs, "case": case_rows(report)}
+
+
+#: At most this many rows of the case model per failure case (the facts of fired checks first).
+CASE_ROWS = 24
+
+
+def case_rows(report: str) -> list[dict[str, Any]]:
+    """The case model Logic read from ``report`` — part, target, slot, value, the words — with the
+    facts of every fired check first and marked."""
+    if not report.strip():
+        return []
+    from pathgls.logic.checks import run_checks
+    from pathgls.text.case import build_case
+
+    case = build_case(report)
+    fired = {(f.statement, f.start) for c in run_checks(case) if c.conflict for f in (c.a, c.b)}
+    facts = sorted(
+        (f for f in case.facts if f.certain and f.slot != "mention"),
+        key=lambda f: ((f.statement, f.start) not in fired, f.statement, f.start),
+    )
+    return [
+        {
+            "part": f.target.part or "case",
+            "target": f.target.kind + (f" {f.target.name}" if f.target.name else ""),
+            "slot": f.slot + (f" {f.key}" if f.key else ""),
+            "value": str(f.value),
+            "words": " ".join(case.evidence(f).split())[:80],
+            "fired": (f.statement, f.start) in fired,
+        }
+        for f in facts[:CASE_ROWS]
+    ]
 
 
 def _attack_panel(card: ScoreCard) -> list[dict[str, Any]]:

@@ -1,41 +1,45 @@
 """Logic, S_l: does a report contradict itself?
 
-- :mod:`.pairs` — which sentences are compared: scoped pairs from the report graph;
-- :mod:`.score` — checks + NLI per pair, the published top-K aggregation, the evidence.
+- :mod:`.checks` — the consistency checks (their one home): slot conflicts on the same target of
+  the typed case model (:mod:`pathgls.text.case`);
+- :mod:`.pairs` — which statements are compared: the checks' comparisons (and, with an NLI
+  model, finding → diagnosis statements of the same tumour);
+- :mod:`.score` — checks + NLI per pair, the published top-K aggregation, the evidence;
+- :mod:`.base` — the NLI scorer protocol (the backends live one floor up, in :mod:`pathgls.nli`).
 
-The checks themselves live with the report graph (:mod:`pathgls.text.consistency`), so the
-offline ``rules`` NLI backend can use them too.
-
-May import: core, :mod:`pathgls.config`, :mod:`pathgls.text`, :mod:`pathgls.nli`.
+May import: core, :mod:`pathgls.config`, :mod:`pathgls.text`.
 """
 
 from pathgls.config import CheckWeights, LogicConfig
-from pathgls.logic.pairs import LogicPair, build_pairs, scoped_pairs, topic
+from pathgls.logic.base import NLIScorer
+from pathgls.logic.checks import CHECKS, CaseView, Comparison, run_checks
+from pathgls.logic.pairs import LogicPair, case_pairs, support_pairs
 from pathgls.logic.score import (
     LogicAnalysis,
     ModelFreeNLI,
     analyze_logic,
+    check_evidence,
     logic_score,
     score_logic,
     top_k,
 )
-from pathgls.text.consistency import CHECKS, run_checks
-from pathgls.text.consistency.hits import CheckHit
 
 __all__ = [
     "CHECKS",
-    "CheckHit",
+    "CaseView",
     "CheckWeights",
+    "Comparison",
     "LogicAnalysis",
     "LogicConfig",
     "LogicPair",
     "ModelFreeNLI",
+    "NLIScorer",
     "analyze_logic",
-    "build_pairs",
+    "case_pairs",
+    "check_evidence",
     "logic_score",
     "run_checks",
-    "scoped_pairs",
     "score_logic",
+    "support_pairs",
     "top_k",
-    "topic",
 ]

@@ -1,10 +1,11 @@
 """The Logic score S_l: does the report contradict itself?
 
-The report becomes statements with scopes (:mod:`pathgls.text.consistency.statements`); the
-graph-consistency checks (:mod:`pathgls.text.consistency`) find statements that cannot both be
-true; scoped sentence pairs (:mod:`pathgls.logic.pairs`) go to the NLI model. Each pair's
-contradiction probability is the larger of the model's and the strongest check's on it (a pair
-no check fires on gets the model's, or ``base_probability`` without a model). With
+The report becomes a typed case model (:mod:`pathgls.text.case`: parts → lesions → slots, from
+its assertions only); the checks (:mod:`pathgls.logic.checks`) compare facts about the same
+target; the statements they compared (and, with an NLI model, each finding statement against
+its tumour's diagnosis statement) are the pairs (:mod:`pathgls.logic.pairs`). A pair's
+contradiction probability is the larger of the NLI model's and the strongest check's on it (a
+pair no check fires on gets the model's, or ``base_probability`` without a model). With
 p_1 ≥ p_2 ≥ … over the pairs, as published,
 
     S_l = 1 − mean(p_1 … p_K),   K = ceil(top_k_fraction × pairs) (at least 1), or a fixed K.
@@ -22,14 +23,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pathgls.config import LogicConfig
-from pathgls.evidence import ContradictionPair, LogicEvidence
-from pathgls.logic.pairs import LogicPair, scoped_pairs
-from pathgls.nli.base import NLIScorer
-from pathgls.text.analyze import AnalyzedReport, analyze_report
-from pathgls.text.base import EntityExtractor
-from pathgls.text.consistency import run_checks
-from pathgls.text.consistency.hits import CheckHit
-from pathgls.text.consistency.statements import DIAGNOSIS_TYPES, ReportStatements, report_statements
+from pathgls.evidence import CheckedStatement, CheckEvidence, ContradictionPair, LogicEvidence
+from pathgls.logic.base import NLIScorer
+from pathgls.logic.checks import Comparison, run_checks
+from pathgls.logic.pairs import LogicPair, case_pairs
+from pathgls.text.analyze import AnalyzedReport
+from pathgls.text.case import Case, Fact, build_case
 from pathgls.types import ModuleScore
 
 
@@ -49,34 +48,49 @@ def top_k(n_pairs: int, config: LogicConfig) -> int:
 
 @dataclass
 class LogicAnalysis:
-    """Everything behind one S_l: statements, check hits, pairs and their probabilities."""
+    """Everything behind one S_l: the case model, comparisons, pairs and their probabilities."""
 
-    statements: ReportStatements
-    hits: list[CheckHit]
+    case: Case
+    comparisons: list[Comparison]
     pairs: list[LogicPair]
     probabilities: np.ndarray  # per pair, the combined probability
     model_probabilities: np.ndarray | None  # per pair, the NLI model's (None: no model)
 
+    @property
+    def conflicts(self) -> list[Comparison]:
+        """The comparisons that found a contradiction, strongest first."""
+        return [c for c in self.comparisons if c.conflict]
+
+
+def _case_of(report: AnalyzedReport | Case | str | bytes) -> Case:
+    if isinstance(report, Case):
+        return report
+    if isinstance(report, AnalyzedReport):
+        return build_case(report.text)
+    return build_case(report)
+
 
 def analyze_logic(
-    *, report: AnalyzedReport, nli: NLIScorer, config: LogicConfig | None = None
+    *,
+    report: AnalyzedReport | Case | str | bytes,
+    nli: NLIScorer,
+    config: LogicConfig | None = None,
 ) -> LogicAnalysis:
-    """Statements, checks, pairs and per-pair probabilities of a report (no aggregation).
+    """Case model, comparisons, pairs and per-pair probabilities of a report (no aggregation).
 
     Raises:
         ValueError: the NLI backend returned misshaped or non-finite probabilities.
     """
     cfg = config or LogicConfig()
-    rs = report_statements(report)
-    hits = run_checks(rs, weights=cfg.weights) if cfg.checks else []
-    pairs = scoped_pairs(
-        rs, hits=hits, diagnosis_pairs=cfg.diagnosis_pairs, max_pairs=cfg.max_pairs
-    )
+    case = _case_of(report)
+    comparisons = run_checks(case, weights=cfg.weights) if cfg.checks else []
+    model_free = isinstance(nli, ModelFreeNLI) and nli.model_free
+    pairs = case_pairs(case, comparisons, with_model=not model_free, max_pairs=cfg.max_pairs)
     probs = np.full(len(pairs), cfg.base_probability, dtype=np.float64)
     model = None
-    if pairs and not (isinstance(nli, ModelFreeNLI) and nli.model_free):
-        prem = [rs.sentence(p.premise) for p in pairs]
-        hyp = [rs.sentence(p.hypothesis) for p in pairs]
+    if pairs and not model_free:
+        prem = [case.sentence(p.premise) for p in pairs]
+        hyp = [case.sentence(p.hypothesis) for p in pairs]
         model = np.asarray(nli.contradiction(prem, hyp), dtype=np.float64)
         if model.shape != (len(pairs),) or not np.all(np.isfinite(model)):
             raise ValueError(
@@ -85,55 +99,92 @@ def analyze_logic(
             )
         probs = model.copy()
     index = {(p.premise, p.hypothesis): i for i, p in enumerate(pairs)}
-    for h in hits:
-        i = index.get(h.sentences)
-        if i is not None:
-            probs[i] = max(probs[i], h.probability)
-    return LogicAnalysis(rs, hits, pairs, probs, model)
+    for c in comparisons:
+        i = index.get(c.statements)
+        if i is not None and c.conflict:
+            probs[i] = max(probs[i], c.probability)
+    return LogicAnalysis(case, comparisons, pairs, probs, model)
 
 
-def _missing_reason(rs: ReportStatements) -> str:
-    n_diag = sum(s.type in DIAGNOSIS_TYPES for s in rs.statements)
-    reason = (
-        "no diagnosis statement and no two statements about the same thing"
-        if n_diag == 0
-        else "no finding or second diagnosis about the same tissue to check it against"
+def _missing_reason(case: Case) -> str:
+    n_assert = len(case.document.assertions())
+    n_facts = sum(f.certain for f in case.facts)
+    if n_assert == 0:
+        why = "no assertion (only headings, forms, legends or history)"
+    elif not any(f.slot == "type" and f.certain for f in case.facts):
+        why = "no diagnosed tumour and no two statements about the same target"
+    else:
+        why = "no second statement about the diagnosed tumour or its margins, nodes or markers"
+    return f"logic not scored: {why} ({n_assert} assertions, {n_facts} facts)"
+
+
+def fact_label(case: Case, f: Fact) -> str:
+    """A fact as evidence: "invasion lymphatic = absent ('no lymphatic invasion')"."""
+    return f"{f.describe()} ('{' '.join(case.evidence(f).split())}')"
+
+
+def check_evidence(case: Case, c: Comparison) -> CheckEvidence:
+    """A conflict as evidence: the rule, both statements, both facts and their targets."""
+    first, second = sorted((c.a, c.b), key=lambda f: (f.statement, f.start))
+
+    def side(f: Fact) -> CheckedStatement:
+        return CheckedStatement(
+            sentence=" ".join(case.sentence(f.statement).split()),
+            entity=fact_label(case, f),
+            scope=f.target.describe(),
+        )
+
+    return CheckEvidence(
+        rule=c.rule,
+        probability=c.probability,
+        explanation=c.explanation,
+        first=side(first),
+        second=side(second),
     )
-    return f"logic not scored: {reason} ({len(rs.statements)} entities found)"
 
 
 def logic_score(
-    *, report: AnalyzedReport, nli: NLIScorer, config: LogicConfig | None = None
+    *,
+    report: AnalyzedReport | Case | str | bytes,
+    nli: NLIScorer,
+    config: LogicConfig | None = None,
 ) -> ModuleScore:
-    """S_l of an analysed report with an injected NLI scorer.
+    """S_l of a report with an injected NLI scorer.
 
     Returns:
-        ``ModuleScore(name="logic")`` with evidence: the top-K pairs (sentences, probability,
-        kind, the model's probability and the checks that fired on them), every check hit with
-        its two sentences, scopes and rule, K, the number of pairs (by kind) and the NLI
-        backend. Missing (value None) when the report has no pair to compare.
+        ``ModuleScore(name="logic")`` with evidence: the top-K pairs (statements, probability,
+        kind, the model's probability and the checks that fired on them), every conflict with
+        its two statements, facts and targets, K, the number of pairs (by kind), the NLI
+        backend, the statement kinds and the case model's notes (where it stayed silent).
+        Missing (value None) when the report has no pair to compare.
     """
     cfg = config or LogicConfig()
     la = analyze_logic(report=report, nli=nli, config=cfg)
-    rs = la.statements
-    warnings = list(report.warnings)
-    checks = tuple(h.evidence(rs) for h in la.hits)
+    case = la.case
+    warnings = list(report.warnings) if isinstance(report, AnalyzedReport) else []
+    warnings += [w for w in case.document.warnings if w not in warnings]
+    conflicts = la.conflicts
+    checks = tuple(check_evidence(case, c) for c in conflicts)
+    kinds_read = case.document.kinds()
+    silent = tuple(case.notes)
     if not la.pairs:
         return ModuleScore(
             name="logic",
             value=None,
-            missing_reason=_missing_reason(rs),
-            evidence=LogicEvidence(n_pairs=0, nli=nli.name, checks=checks).to_dict(),
+            missing_reason=_missing_reason(case),
+            evidence=LogicEvidence(
+                n_pairs=0, nli=nli.name, checks=checks, statements=kinds_read, silent=silent
+            ).to_dict(),
             warnings=warnings,
         )
     if len(la.pairs) >= cfg.max_pairs:
         warnings.append(f"logic pairs capped at {cfg.max_pairs} (LogicConfig.max_pairs)")
     k = top_k(len(la.pairs), cfg)
     order = np.argsort(-la.probabilities, kind="stable")[:k]
-    by_pair: dict[tuple[int, int], list[CheckHit]] = {}
-    for h in la.hits:
-        by_pair.setdefault(h.sentences, []).append(h)
-    top = [_pair_evidence(rs, la, int(i), by_pair) for i in order]
+    by_pair: dict[tuple[int, int], list[Comparison]] = {}
+    for c in conflicts:
+        by_pair.setdefault(c.statements, []).append(c)
+    top = [_pair_evidence(la, int(i), by_pair) for i in order]
     kinds: dict[str, int] = {}
     for p in la.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
@@ -144,6 +195,8 @@ def logic_score(
         nli=nli.name,
         pairs_by_kind=kinds,
         checks=checks,
+        statements=kinds_read,
+        silent=silent,
     )
     return ModuleScore(
         name="logic",
@@ -154,17 +207,14 @@ def logic_score(
 
 
 def _pair_evidence(
-    rs: ReportStatements,
-    la: LogicAnalysis,
-    i: int,
-    by_pair: dict[tuple[int, int], list[CheckHit]],
+    la: LogicAnalysis, i: int, by_pair: dict[tuple[int, int], list[Comparison]]
 ) -> ContradictionPair:
     pair = la.pairs[i]
     hits = by_pair.get((pair.premise, pair.hypothesis), [])
     model = la.model_probabilities
     return ContradictionPair(
-        premise=rs.sentence(pair.premise),
-        hypothesis=rs.sentence(pair.hypothesis),
+        premise=" ".join(la.case.sentence(pair.premise).split()),
+        hypothesis=" ".join(la.case.sentence(pair.hypothesis).split()),
         probability=float(la.probabilities[i]),
         kind=pair.kind,
         premise_sentence=pair.premise,
@@ -172,16 +222,15 @@ def _pair_evidence(
         rule=hits[0].rule if hits else None,
         explanation=hits[0].explanation if hits else None,
         nli_probability=None if model is None else float(model[i]),
-        checks=tuple(h.evidence(rs) for h in hits),
+        checks=tuple(check_evidence(la.case, h) for h in hits),
     )
 
 
 def score_logic(
     report: str | bytes,
     *,
-    extractor: EntityExtractor,
     nli: NLIScorer,
     config: LogicConfig | None = None,
 ) -> ModuleScore:
-    """Analyse a report text and compute its S_l (see :func:`logic_score`)."""
-    return logic_score(report=analyze_report(report, extractor=extractor), nli=nli, config=config)
+    """Read a report text into its case model and compute its S_l (see :func:`logic_score`)."""
+    return logic_score(report=report, nli=nli, config=config)

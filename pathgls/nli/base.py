@@ -7,22 +7,12 @@ classifier with an NLI head) and ``rules`` (offline clinical contradiction rules
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-import numpy as np
-
+from pathgls.logic.base import NLIScorer  # the protocol lives with Logic, one floor down
 from pathgls.registry import Registry
 
-
-@runtime_checkable
-class NLIScorer(Protocol):
-    """``contradiction(premises, hypotheses)`` → float array of P(contradiction), one per pair."""
-
-    name: str
-
-    def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray: ...
+__all__ = ["NLI_BACKENDS", "NLIScorer", "RuleHit", "register_nli"]
 
 
 @dataclass(frozen=True)

@@ -490,6 +490,17 @@ def _is_sentence_end(text: str, m: re.Match[str], be: int) -> bool:
     if punct[0] in "。！？":
         return m.end() < be
     after = m.end()
+    if after < be and m.group() == "." and not text[after].isspace():
+        # OCR drops the space: "in tumor cell processes .Tumor cells are positive"
+        tail = re.search(r"([A-Za-z0-9]+)\s*$", text[max(0, m.start() - 24) : m.start()])
+        word = tail.group(1) if tail else ""
+        return bool(
+            re.match(r"[A-Z](?:[a-z]{2,}|[A-Z]{0,4}\d+[A-Za-z]?)\b", text[after : after + 12])
+            and not re.match(r"[TNM](?:[0-4Xx]|is)", text[after : after + 3])  # "pT1c.N0"
+            and len(word) >= 3
+            and (word.islower() or any(ch.isdigit() for ch in word))
+            and word.lower() not in ABBREVIATIONS
+        )
     if after >= be or not text[after].isspace():
         return False
     nxt = after

@@ -1,0 +1,75 @@
+"""Logic's consistency checks: slot conflicts on the same target of the case model.
+
+Each check is small and named (:data:`CHECKS`): ``behaviour``, ``type``, ``side``, ``site``,
+``size``, ``grade``, ``stage`` (pT against size and extent, pN against the node count, FIGO
+against depth, pM0 against a distant metastasis), ``nodes`` (counts, station sums, status),
+``margin``, ``marker``, ``finding`` (an invasion kind, an extent or a finding affirmed and
+denied), ``amount`` (two Ki-67 indices or shares of the specimen involved that cannot agree).
+A check fires only when both facts are certainly about the same target
+(:class:`~pathgls.logic.checks.base.CaseView`); what it compared without a conflict is reported
+too, so every comparison is a scored pair.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from pathgls.config import CheckWeights
+from pathgls.logic.checks.amounts import check_amounts
+from pathgls.logic.checks.base import CaseView, Check, Comparison
+from pathgls.logic.checks.findings import check_findings, check_margins, check_markers, check_nodes
+from pathgls.logic.checks.staging import check_stage
+from pathgls.logic.checks.tumour import (
+    check_behaviour,
+    check_benign,
+    check_grade,
+    check_metastasis,
+    check_side,
+    check_site,
+    check_size,
+    check_type,
+)
+from pathgls.text.case import Case
+
+#: Check name → function, in the order they run.
+CHECKS: MappingProxyType[str, Check] = MappingProxyType(
+    {
+        "behaviour": check_behaviour,
+        "type": check_type,
+        "metastasis": check_metastasis,
+        "benign": check_benign,
+        "side": check_side,
+        "site": check_site,
+        "size": check_size,
+        "grade": check_grade,
+        "stage": check_stage,
+        "nodes": check_nodes,
+        "margin": check_margins,
+        "marker": check_markers,
+        "finding": check_findings,
+        "amount": check_amounts,
+    }
+)
+
+
+def run_checks(case: Case, *, weights: CheckWeights | None = None) -> list[Comparison]:
+    """Every comparison the checks made over ``case``; conflicts first, strongest first.
+
+    A pair of facts appears once per rule (its strongest verdict); the order is deterministic.
+    """
+    w = weights or CheckWeights()
+    view = CaseView(case)
+    best: dict[tuple[str, int, int, int, int], Comparison] = {}
+    for check in CHECKS.values():
+        for c in check(view, w):
+            ends = sorted(((c.a.statement, c.a.start), (c.b.statement, c.b.start)))
+            key = (c.rule, *ends[0], *ends[1])
+            if key not in best or c.probability > best[key].probability:
+                best[key] = c
+    return sorted(
+        best.values(),
+        key=lambda c: (-c.probability, c.statements, c.rule, c.a.start, c.b.start),
+    )
+
+
+__all__ = ["CHECKS", "CaseView", "Check", "Comparison", "run_checks"]

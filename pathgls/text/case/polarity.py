@@ -1,0 +1,198 @@
+"""Clauses, polarity and hedges: is a finding affirmed, denied or hedged, and what is it about?
+
+Local rules, not a sentence-wide negation scope: a denial covers the findings it introduces and
+the list they are coordinated in ("no LVI, PNI or necrosis"), never a modifier after them ("no
+extranodal extension *of carcinoma*" denies extension, not carcinoma); a trailing denial ("… are
+not identified", "LVI: absent") covers the findings of its clause before it; "not specified" or
+"cannot be assessed" denies nothing. A hedge ("possible", "suspicious for", "cannot be
+excluded", "no definite") makes the finding uncertain: it never enters a check. "Grossly"
+marks a naked-eye statement, which microscopy may overrule: also kept out of the checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Polarity values of a presence fact.
+PRESENT, ABSENT, UNCERTAIN = "present", "absent", "uncertain"
+
+_CLAUSE_BREAK = re.compile(
+    r";|\.\s+(?=[A-Z])|\s(?:but|however|whereas|while|although|though|except|yet)\b|,\s+(?:but|"
+    r"however|while|whereas)\b|\s-\s",
+    re.I,
+)
+_PRE_NEG = re.compile(
+    r"(?<![A-Za-z])(?:no|not|without|negative\s+for|free\s+of|free\s+from|absence\s+of|absent|"
+    r"lack\s+of|lacks|lacking|devoid\s+of|neither|nor|none\s+of|never|cannot\s+identify|"
+    r"no\s+evidence\s+of|no\s+residual|rules?\s+out|ruled\s+out|excludes?|(?:un|not\s+)involved"
+    r"\s+by|clear\s+of|(?:is|are|was|were)\s+negative\s+for)(?![A-Za-z])",
+    re.I,
+)
+_POST_NEG = re.compile(
+    r"^(?:[\s,:;=\-]|\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
+    r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
+    r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
+    r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"
+    r"appreciated|demonstrated|involved|visualized|recognized|apparent|definitively\s+identified)"
+    r"|negative|none(?:\s+(?:identified|seen|present))?|no\b(?=\s*(?:[.,;)]|$))|nil|uninvolved|free|clear(?!\s+cell)|not\s+applicable|\(\s*-\s*\)|"
+    r"-(?=\s*$)|0\b(?!\.)|lacking|nonidentified|non-?identified|unremarkable)",
+    re.I,
+)
+_POST_POS = re.compile(
+    r"^(?:[\s,:;=\-]|\b(?:is|are|was|were|be|been|has|have|also|all|both|focally|extensively|"
+    r"focal|extensive|multifocal|definitely|clearly|widely)\b)*"
+    r"(?:present|identified|seen|noted|positive|yes\b|involved|detected|found|observed|evident|"
+    r"\(\s*\+\s*\)|\+(?=\s*$)|focal|extensive|multifocal|prominent|conspicuous|suspicious)",
+    re.I,
+)
+_HEDGE_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:possible|possibly|suspicious|suspicion|suspect(?:ed)?|equivocal|"
+    r"indeterminate|questionable|question\s+of|probable|probably|likely|may|might|could|"
+    r"favou?r(?:ed|s)?|suggestive|suggest(?:s|ing)?|no\s+convincing|no\s+unequivocal|not\s+definite|not\s+definitively|"
+    r"not\s+clearly|not\s+"
+    r"entirely|not\s+definitely|cannot\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|"
+    r"can\s*not\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|rule\s+out|r/o|focal\s+areas"
+    r"\s+suspicious|atypical\s+(?:cells|glands)\s+suspicious|concerning\s+for|worrisome|"
+    r"impossible\s+to|difficult\s+to|unable\s+to|not\s+(?:obvious|overt|conspicuous|"
+    r"appreciable|evident|apparent|unequivocal|well\s+developed)|inconspicuous|rare|minimal|"
+    r"\?)(?![A-Za-z])",
+    re.I,
+)
+_HEDGE_AFTER = re.compile(
+    r"^[^.;]{0,60}?(?:cannot\s+be\s+(?:entirely\s+|completely\s+)?(?:excluded|ruled\s+out|"
+    r"assessed|evaluated|determined)|can\s*not\s+be\s+(?:entirely\s+|completely\s+)?(?:excluded|"
+    r"ruled\s+out|assessed|evaluated|determined)|is\s+(?:not\s+)?(?:excluded|suspected|"
+    r"possible|questionable|equivocal|indeterminate)|not\s+(?:specified|assessable|evaluable|"
+    r"assessed|evaluated|determined)|indeterminate|equivocal|suspicious|questionable|"
+    r"possibl[ey]|probabl[ey]|uncertain|unknown|inconspicuous|difficult|impossible|"
+    r"not\s+(?:obvious|overt|"
+    r"conspicuous|appreciable|prominent)|rare|minimal|\?)",
+    re.I,
+)
+_GROSS = re.compile(
+    r"(?<![A-Za-z])(?:gross(?:ly)?|macroscopic(?:ally)?|on\s+gross)(?![A-Za-z])", re.I
+)
+#: Words a denial may skip to reach the finding it denies ("no *definite evidence of* LVI").
+_FILLER = re.compile(
+    r"^(?:[\s,/]|\b(?:(?:evidence|presence|foci|focus|areas?|signs?|features?|zones?)\s+of|"
+    r"and|or|nor|any|for|the|a|an|identifiable|obvious|significant|apparent|histologic|"
+    r"histological|microscopic|morphologic|other|further|additional|associated|tumou?r|"
+    r"carcinoma|malignant|invasive|definite|definitive|convincing|unequivocal|is|are|was|were|"
+    r"overt|conspicuous|appreciable|evident|frank|seen|identified|present|noted|lymph|vascular|"
+    r"small|large|vessel|vessels|space)\b)*$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A span of a statement with one subject and one polarity context."""
+
+    start: int
+    end: int
+
+
+def clauses(text: str, start: int, end: int) -> list[Clause]:
+    """The clauses of ``text[start:end]`` (cut at ";", "but", "however", "while", …)."""
+    out, a = [], start
+    for m in _CLAUSE_BREAK.finditer(text, start, end):
+        if m.start() > a:
+            out.append(Clause(a, m.start()))
+        a = m.end()
+    if a < end:
+        out.append(Clause(a, end))
+    return out
+
+
+def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: int = -1) -> str:
+    """PRESENT, ABSENT or UNCERTAIN for a finding at ``text[start:end]`` in ``clause``.
+
+    ``value_start`` is where a labelled line's value begins when the finding is in its label:
+    the value then decides ("Lymph-vascular invasion: Not identified").
+    """
+    before = text[clause.start : start]
+    after = text[end : clause.end]
+    if value_start > end:
+        after = re.sub(r"(?i)\bnot\.\s*", "not ", text[value_start : clause.end])
+        if _HEDGE_BEFORE.match(after.strip()) or _HEDGE_AFTER.match(after):
+            return UNCERTAIN
+        if _POST_NEG.match(after):
+            return ABSENT
+        if _POST_POS.match(after):
+            return PRESENT
+        value = after.strip().lower()
+        if not value or re.fullmatch(r"\(?\d{1,2}\)?\.?", value):
+            return UNCERTAIN  # a label without its value, or a form's code ("invasion: 2")
+        if value.startswith(("no ", "not ", "none", "negative", "absent", "without")):
+            return ABSENT
+        return PRESENT
+    window = before[-90:]
+    if _HEDGE_BEFORE.search(window[-60:]) or _HEDGE_AFTER.match(after):
+        return UNCERTAIN
+    neg = None
+    for m in _PRE_NEG.finditer(window):
+        neg = m
+    if neg is not None and (
+        _FILLER.match(window[neg.end() :]) or _coordinated(window[neg.end() :])
+    ):
+        return ABSENT
+    if re.search(r"(?<![\d.])0\s*%\s*(?:of\s+(?:the\s+)?(?:tumou?r\s+)?)?$", window):
+        return ABSENT  # "0% necrosis"
+    if _POST_NEG.match(after) or _post_list_negation(after) or _COLON_NEG.match(after):
+        return ABSENT
+    return PRESENT
+
+
+_TRAILING_NEG = re.compile(
+    r"(?:(?:is|are|was|were)\s+)?(?:all\s+|both\s+)?(?:not\s+(?:identified|seen|present|noted|"
+    r"evident|detected|found)|absent|negative(?!\s+for))",
+    re.I,
+)
+_LIST_GAP_STOP = re.compile(
+    r"[.;:\d]|\b(?:with|but|shows?|present|identified|seen|in|of|at)\b", re.I
+)
+
+
+_COORD_GAP = re.compile(r"(?:[\w\-/]+[\s,]*){1,6}")
+_COORD_STOP = re.compile(
+    r"\b(?:but|with|shows?|showing|present|identified|seen|noted|is|are|was|were|has|have|"
+    r"which|that|however|although)\b|[.;:]",
+    re.I,
+)
+
+
+def _coordinated(gap: str) -> bool:
+    """ "no microvascular proliferation or necrosis": the denial runs over a short list."""
+    g = gap.strip()
+    if not g or len(g.split()) > 6 or _COORD_STOP.search(g):
+        return False
+    return (
+        bool(re.search(r"(?:\b(?:or|and|nor)|,)\s*$", g, re.I))
+        and _COORD_GAP.fullmatch(g + " ") is not None
+    )
+
+
+_COLON_NEG = re.compile(r"\s*[:=]\s*(?:not|no|none|negative|absent)\b", re.I)
+
+
+def _post_list_negation(after: str) -> bool:
+    """ "LVI, PNI and necrosis are not identified": a trailing denial over a short list."""
+    m = _TRAILING_NEG.search(after, 0, 90)
+    if not m:
+        return False
+    between = after[: m.start()]
+    if len(between.split()) > 10 or _LIST_GAP_STOP.search(between):
+        return False
+    return "," in between or re.search(r"\b(?:and|or|nor)\b", between, re.I) is not None
+
+
+def is_gross(text: str, clause: Clause) -> bool:
+    """Whether the clause speaks of what was seen grossly (naked eye)."""
+    return _GROSS.search(text, clause.start, clause.end) is not None
+
+
+def hedged(text: str, clause: Clause, start: int) -> bool:
+    """Whether a hedge stands before ``start`` in its clause."""
+    window = text[max(clause.start, start - 60) : start]
+    return _HEDGE_BEFORE.search(window) is not None
