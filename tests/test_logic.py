@@ -915,3 +915,14 @@ def test_a_label_or_legend_never_carries_a_fired_check(rules) -> None:
 def test_nothing_to_compare_is_missing_not_one(text: str, rules) -> None:
     s = score_logic(text, nli=rules)
     assert s.value is None and s.missing and "logic not scored" in s.missing_reason
+
+
+def test_a_benign_diagnosis_and_no_malignancy_are_a_checked_pair() -> None:
+    text = (
+        "Microscopic: Skin. Stratified squamous epithelium over a dermis of dense collagen.\n"
+        "Diagnosis: Benign skin with a dilated follicular infundibulum. No malignancy is "
+        "identified."
+    )
+    checked = run_checks(build_case(text))
+    assert [c.rule for c in checked] == ["behaviour"] and not checked[0].conflict
+    assert logic_score(report=text, nli=RulesNLI()).value > 0.9

@@ -53,6 +53,11 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     benign = [
         f for f in benign if "copula" in f.note or (f.slot == "behaviour" and not _type_of(view, f))
     ]
+    # a benign diagnosis and "no malignancy" of the same part agree: a checked pair
+    for a in (f for f in dx if f.value == "benign" and f.certain):
+        for p in view.facts("presence", kind="part"):
+            if p.target.part == a.target.part and p.statement != a.statement:
+                yield compared("behaviour", a, p)
     for a in benign:
         for d in malignant:
             if view.same(a.target, d.target) and a.statement != d.statement:
