@@ -49,6 +49,7 @@ _INVOLVED_PROSE = re.compile(
     r"(?:involved|occupied|replaced)",
     re.I,
 )
+_VALUE_PCT = re.compile(r"\s*(?:approximately\s+|about\s+)?" + _PCT, re.I)
 _AREAS = re.compile(
     r"\b(?:most\s+(?:proliferative|active|cellular)|hot\s*-?\s*spots?|focal(?:ly)?|areas?|"
     r"regions?|up\s+to|maximum|highest|peak)\b",
@@ -69,9 +70,7 @@ def read_amounts(ctx: Context) -> None:
     ]:
         _add(ctx, "proliferation", m, said)
     if ctx.label is not None and ctx.value_start >= 0 and _INVOLVED_LABEL.search(ctx.label_text):
-        m = re.compile(r"\s*(?:approximately\s+|about\s+)?" + _PCT, re.I).match(
-            text, ctx.value_start, ctx.end
-        )
+        m = _VALUE_PCT.match(text, ctx.value_start, ctx.end)
         if m is not None:
             _add(ctx, "involvement", m, said)
     for m in _INVOLVED_PROSE.finditer(text, ctx.start, ctx.end):
@@ -81,6 +80,8 @@ def read_amounts(ctx: Context) -> None:
 
 
 def _add(ctx: Context, key: str, m: re.Match[str], said: str) -> None:
+    """One amount fact from a match of one of the patterns above (group ``a``, or ``a2``, the
+    value; ``b`` the upper end of a range), unless it is denied or out of [0, 100]."""
     a = m.group("a") if "a" in m.re.groupindex and m.group("a") else None
     if a is None and "a2" in m.re.groupindex:
         a = m.group("a2")
