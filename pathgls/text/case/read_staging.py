@@ -15,6 +15,7 @@ from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT
 from pathgls.text.case.subjects import subjects_in
+from pathgls.text.case.vocab import NUMBER_WORDS, TENS_WORDS, UNIT_WORDS
 
 _TNM = re.compile(
     r"(?<![A-Za-z0-9])(?P<pre>(?:y|r|yr|ry)?p|(?:y|r)?c)?\s?(?:S(?=N))?(?P<axis>T|N|M)\s?"
@@ -36,61 +37,11 @@ _FIGO = re.compile(
     re.I,
 )
 _EDITION = re.compile(r"(?P<e>[5-8])(?:th)?\s+(?:ed\.?|edition)|ajcc\s*(?P<e2>[5-8])", re.I)
-_WORDNUM = {
-    "no": 0,
-    "none": 0,
-    "zero": 0,
-    "one": 1,
-    "single": 1,
-    "a": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "twenty-one": 21,
-    "twenty-two": 22,
-    "twenty-three": 23,
-    "twenty-four": 24,
-    "twenty-five": 25,
-    "twenty-six": 26,
-    "twenty-seven": 27,
-    "twenty-eight": 28,
-    "twenty-nine": 29,
-    "thirty-one": 31,
-    "thirty-two": 32,
-    "thirty-three": 33,
-    "thirty-four": 34,
-    "thirty-five": 35,
-}
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
-_UNITS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-}
+_UNITS = UNIT_WORDS
+_TENS = TENS_WORDS
+#: Counts written as words ("no", "a single", "eighteen"); "twenty-one" is read from _TENS and
+#: _UNITS (:data:`_COMPOUND`).
+_WORDNUM = {"no": 0, "single": 1, "a": 1, **NUMBER_WORDS}
 _COMPOUND = r"(?:" + "|".join(_TENS) + r")[\s\-]+(?:" + "|".join(_UNITS) + r")(?![A-Za-z])"
 _N = (
     r"(?:\d{1,3}|"

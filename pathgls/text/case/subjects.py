@@ -12,7 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pathgls.text.case.vocab import BACKGROUND_WORDS, OTHER_LESION, OTHER_POPULATIONS, vocabulary
+from pathgls.text.case.vocab import (
+    BACKGROUND_WORDS,
+    NUMBER_WORDS,
+    OTHER_LESION,
+    OTHER_POPULATIONS,
+    vocabulary,
+)
 
 _PREPOSITION = re.compile(
     r"(?:\b(?:in|of|from|within|at|into|through|to|by|with|for|on|near|along|involving|invading|"
@@ -76,31 +82,8 @@ _NAME_STOP = frozenset(
         "other",
         "remaining",
         "additional",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "one",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-        "twenty",
-        "thirty",
-        "forty",
-        "fifty",
         "single",
-        "none",
+        *NUMBER_WORDS,
         "negative",
         "positive",
         "free",

@@ -207,6 +207,35 @@ OTHER_POPULATIONS = (
     r"neurons?|axons|hepatocytes|urothelium|surface\s+epithelium|squamous\s+epithelium"
 )
 #: Ordinal words that point to another lesion than "the" tumour.
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = (
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+#: Number words a count is written in ("eighteen lymph nodes", "no tumour", "twenty");
+#: "twenty-one" is a tens word and a unit (see ``read_staging._count``).
+UNIT_WORDS: MappingProxyType[str, int] = MappingProxyType({w: i + 1 for i, w in enumerate(_UNITS)})
+TENS_WORDS: MappingProxyType[str, int] = MappingProxyType(
+    {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
+)
+NUMBER_WORDS: MappingProxyType[str, int] = MappingProxyType(
+    {
+        "zero": 0,
+        "none": 0,
+        **UNIT_WORDS,
+        **{w: 10 + i for i, w in enumerate(_TEENS)},
+        **TENS_WORDS,
+    }
+)
+
 OTHER_LESION = (
     r"second|another|additional|separate|smaller|satellite|other|distinct|third|two|multiple|"
     r"several"
