@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pathgls.config import CheckWeights
 from pathgls.text.case import Case, Fact, Target
-from pathgls.text.case.vocab import MULTIPLE_TUMOURS
+from pathgls.text.case.vocab import MULTIPLE_TUMOURS, TUMOUR_MENTION
 
 _MULTI = MULTIPLE_TUMOURS
 #: "Multiple foci of PanIN", "two foci of perineural invasion": several foci, not tumours.
@@ -42,11 +42,6 @@ _NUMBERED_BEFORE = re.compile(
 _DENIED_BEFORE = re.compile(
     r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
     r"(?:\w+\s+){0,2}$",
-    re.I,
-)
-_TUMOUR_WORD = re.compile(
-    r"tumou?r|carcinoma|cancer|malignan|neoplas|lesion|nodul|mass|primar|"
-    r"sarcoma|lymphoma|melanoma|glioma|oma\b",
     re.I,
 )
 
@@ -141,7 +136,7 @@ class CaseView:
                 for m in _MULTI.finditer(text)
             ):
                 continue  # "without additional focal lesion" speaks of one tumour
-            if not _TUMOUR_WORD.search(text):
+            if not TUMOUR_MENTION.search(text):
                 continue  # "multifocal black foci of discoloration"
             terms = [vocab.diagnosis(d.group()) for d in vocab.diagnoses.finditer(text)]
             behaviours = {t.attributes.get("behavior") for t in terms if t} - {None}

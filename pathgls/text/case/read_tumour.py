@@ -15,7 +15,7 @@ from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import PRESENT
 from pathgls.text.case.subjects import location_after, subject_before
-from pathgls.text.case.vocab import vocabulary
+from pathgls.text.case.vocab import TUMOUR_MENTION, vocabulary
 
 _TYPE_LABEL = re.compile(
     r"^\s*(?:histologic(?:al)?|histopathologic(?:al)?|tumou?r|cancer|carcinoma|final|"
@@ -513,17 +513,12 @@ _RANGE_BEFORE = re.compile(
     r"(?:\w+\s+){0,3})$",
     re.I,
 )
-_TUMOUR_WORD = re.compile(
-    r"\b(?:tumou?r|carcinoma|neoplasm|lesion|adenocarcinoma|sarcoma|"
-    r"glioma|astrocytoma|oligodendroglioma|glioblastoma|melanoma|lymphoma)\b",
-    re.I,
-)
 
 
 def _near_tumour(ctx: Context, m: re.Match[str]) -> bool:
     c = ctx.clause(m.start())
     window = ctx.text[max(c.start, m.start() - 80) : min(c.end, m.end() + 40)]
-    return _TUMOUR_WORD.search(window) is not None
+    return TUMOUR_MENTION.search(window) is not None
 
 
 def _label_system(label: str) -> str | None:

@@ -188,6 +188,9 @@ FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
 TUMOUR_WORDS = (
     r"tumou?rs?|neoplasms?|carcinomas?|malignan(?:cy|cies)|masse?s?|lesions?|cancers?|nodules?"
 )
+#: A mention of a tumour: one of :data:`TUMOUR_WORDS`, a named "-oma" or a "primary" ("three
+#: foci of adenocarcinoma", "a second primary").
+TUMOUR_MENTION = re.compile(rf"\b(?:{TUMOUR_WORDS})\b|\b\w+omas?\b|\bprimar\w*", re.I)
 #: Words that make a clause about non-tumour tissue ("background", "adjacent").
 BACKGROUND_WORDS = (
     r"background|adjacent|non-?\s?neoplastic|non-?\s?tumou?rous|non-?\s?lesional|uninvolved|"
