@@ -31,6 +31,21 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    # the precision rules above leave these contradictions standing
+    (
+        "grade",
+        "Prostate, right apex: adenocarcinoma, Gleason 3+4=7.\nRight apex: Gleason score 4+5=9.",
+    ),
+    ("finding", "Lymphovascular invasion is not visible.\nLymphovascular invasion: present."),
+    (
+        "finding",
+        "The carcinoma doesnot invade the perineural spaces.\nPerineural invasion: present.",
+    ),
+    (
+        "margin",
+        "Surgical margins are free of urothelial carcinoma.\n"
+        "Urothelial carcinoma extends to the inked margin.",
+    ),
     (
         "finding",
         (
@@ -337,6 +352,50 @@ FIRES = [
 ]
 
 SILENT = [
+    # session 3 classes: a subject-less denial line, another tissue's checklist line
+    (
+        "A. Bladder, cystectomy: High-grade urothelial carcinoma invading the perivesical fat.\n"
+        "NO EVIDENCE OF MALIGNANCY.\nProstate: No carcinoma."
+    ),
+    # Gleason grades of different cores, of areas, and a clinical PSA line
+    (
+        "Prostate, right base, needle biopsy: adenocarcinoma, Gleason score 3+4=7.\n"
+        "Prostate, left mid, needle biopsy: adenocarcinoma, Gleason score 4+4=8."
+    ),
+    "Total Gleason score: 7 (3+4). There are also areas of Gleason 4+4=8.",
+    (
+        "Clinical: PSA 6.2, cT1c, Gleason 3+3 on biopsy.\n"
+        "Prostatectomy: adenocarcinoma, Gleason 4+3=7."
+    ),
+    # a finding affirmed and denied in one sentence, a sample-specific statement, a list
+    "The tumour is confined to the kidney but shows focal extension into the perinephric fat.",
+    (
+        "Glioblastoma with palisading necrosis and microvascular proliferation.\n"
+        "In specimen C, the tumour is less cellular and is devoid of necrosis."
+    ),
+    "Renal cell carcinoma; positive lymphovascular invasion, negative renal vein invasion.",
+    # a layer, a benign lesion at a structure, "to but not through"
+    (
+        "The carcinoma invades the paratubal soft tissue around the fallopian tube.\n"
+        "No malignancy is seen in the fallopian tube mucosa."
+    ),
+    "Endometrioid adenocarcinoma, FIGO grade 1, pT1a.\nAdenomyosis involving the uterine serosa.",
+    (
+        "Adenocarcinoma of the lung, 2.1 cm, pT1c.\nVisceral pleural invasion: the tumour extends "
+        "to, but not through, the visceral pleura."
+    ),
+    # a stage that was amended, a staging aside in parentheses
+    "Endometrioid carcinoma, inner half of the myometrium. The stage is amended to pT1a from pT1b.",
+    "Prostatic adenocarcinoma, pT3b (pT4 for bladder wall involvement).\nBladder: negative.",
+    # margins of other structures, at one site, of another tumour
+    (
+        "The carcinoma extends to the margins of the perivesical soft tissue.\n"
+        "No tumour is seen at the resection margins of the ureters."
+    ),
+    (
+        "Urothelial carcinoma extends to the posterior inked margin.\n"
+        "Surgical margins are free of prostatic adenocarcinoma."
+    ),
     # a second focus, a Gleason pattern, mixed nuclear grades, an OCR'd Roman numeral
     (
         "Prostatic adenocarcinoma, Gleason score 9 (4+5). The non-dominant tumor foci are of lower "

@@ -63,6 +63,10 @@ _LEGEND_INLINE = re.compile(
     re.I,
 )
 _LEGEND_LIST = re.compile(rf"{_CATEGORY}\b.{{3,80}}?\b{_CATEGORY}\b.{{3,80}}?\b{_CATEGORY}\b", re.I)
+#: "(pT4 for seminal vesicle involvement)": what would stage the tumour, not what it is.
+_LEGEND_IF = re.compile(
+    rf"\W*\(\s*{_CATEGORY}\s+(?:for|if|when|would|requires?)\b[^)]*\)\W*$", re.I
+)
 _TEMPLATE = re.compile(r"(?:_{2,}|\[\s\]|\(\s\))\s*\w+.{0,40}?(?:_{2,}|\[\s\]|\(\s\))\s*\w+")
 FORM = re.compile(
     r"\b(?:discrepancy|disqualified|qualified|reviewer|initials|hipaa|date\s+reviewed|"
@@ -71,7 +75,10 @@ FORM = re.compile(
     r"continued\s+on\s+next\s+page|confidential|unauthorized|accession|uuid|tcga-[a-z0-9]{2}-|"
     r"redacted|printed|print\s+date|run\s+date|icd-?\s?\d|cpt|snomed|billing|fee\s+code|"
     r"blocks?\s+submitted|sections?\s+submitted|cassettes?|representative\s+sections|"
-    r"submitted\s+(?:in|as)|block\s+key|summary\s+of\s+sections)\b",
+    r"submitted\s+(?:in|as)|block\s+key|summary\s+of\s+sections|provide\s+the|"
+    # instructions of a data-collection form: "If the histology for this case is mixed, …"
+    r"documented\s+on\s+the\s+(?:initial|original)|if\s+the\s+histology|check\s+(?:all|one)\s+"
+    r"that\s+appl(?:y|ies))\b",
     re.I,
 )
 #: A block-key line ("TM - tumor with deep margin", "TAM -tumor with anterior margin", "CS -cyst
@@ -96,7 +103,9 @@ _HISTORY = re.compile(
     r"lumpectomy|nephrectomy|treatment|chemotherapy|radiation)|previous\s+(?:diagnosis|biopsy|"
     r"resection|excision|surgery)|pre-?op(?:erative)?\s+diagnosis|clinical\s+(?:diagnosis|"
     r"impression|history)|referred\s+for|presented\s+with|presents\s+with|(?:known|recurrent)\s+"
-    r"history|in\s+(?:19|20)\d\d\b|the\s+patient\s+(?:had|has|was|underwent|is))",
+    r"history|in\s+(?:19|20)\d\d\b|the\s+patient\s+(?:had|has|was|underwent|is)|"
+    # clinical data: a serum PSA value, a clinical T category ("PSA 8.9, cT1c, Gleason 3+3")
+    r"psa\s*(?:level|value|of|was|:|=)?\s*\d|c[tT][0-4][a-c]?\b)",
     re.I,
 )
 _GENERAL = re.compile(
@@ -185,7 +194,7 @@ def statement_kind(
         return "form", "form or QC field"
     if _BLOCK_KEY.match(s) or _BLOCK_LIST.search(s):
         return "form", "block key"
-    if LEGEND.match(s) or _LEGEND_LIST.search(s) or _LEGEND_INLINE.search(s):
+    if LEGEND.match(s) or _LEGEND_LIST.search(s) or _LEGEND_INLINE.search(s) or _LEGEND_IF.match(s):
         return "legend", "staging legend"
     if _TEMPLATE.search(s):
         return "legend", "template options"

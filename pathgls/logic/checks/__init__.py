@@ -7,7 +7,8 @@ against depth, pM0 against a distant metastasis), ``nodes`` (counts, station sum
 denied), ``amount`` (two Ki-67 indices or shares of the specimen involved that cannot agree).
 A check fires only when both facts are certainly about the same target
 (:class:`~pathgls.logic.checks.base.CaseView`); what it compared without a conflict is reported
-too, so every comparison is a scored pair.
+too, so every comparison is a scored pair. A finding, margin, marker, amount or side is never
+set against another fact of the same sentence.
 """
 
 from __future__ import annotations
@@ -52,6 +53,20 @@ CHECKS: MappingProxyType[str, Check] = MappingProxyType(
 )
 
 
+#: Checks of things one sentence never affirms and denies at once (a finding, a margin, a
+#: marker, an amount, a side): two such facts of one sentence are a misreading. Stage, counts and
+#: grades are compared within a sentence too ("invading the muscularis propria, pT1", "5 of 3
+#: lymph nodes", "glioblastoma, WHO grade II").
+_NOT_IN_ONE_STATEMENT = frozenset({"finding", "margin", "marker", "amount", "side", "site"})
+
+
+def _one_statement(c: Comparison) -> bool:
+    """Two facts of one sentence: its writer saw both at once, so a reading that sets them
+    against each other is far likelier a misreading ("confined to the kidney with focal
+    extension into the perirenal fat", "seen on frozen sections but not on the permanent")."""
+    return c.a is not c.b and c.a.statement == c.b.statement
+
+
 def run_checks(case: Case, *, weights: CheckWeights | None = None) -> list[Comparison]:
     """Every comparison the checks made over ``case``; conflicts first, strongest first.
 
@@ -62,6 +77,8 @@ def run_checks(case: Case, *, weights: CheckWeights | None = None) -> list[Compa
     best: dict[tuple[str, int, int, int, int], Comparison] = {}
     for check in CHECKS.values():
         for c in check(view, w):
+            if c.conflict and c.rule in _NOT_IN_ONE_STATEMENT and _one_statement(c):
+                c = Comparison(c.rule, c.a, c.b)  # precision first: module docstring
             ends = sorted(((c.a.statement, c.a.start), (c.b.statement, c.b.start)))
             key = (c.rule, *ends[0], *ends[1])
             if key not in best or c.probability > best[key].probability:

@@ -46,6 +46,16 @@ _DENIED_BEFORE = re.compile(
 )
 
 
+#: A statement about one named sample: "Block A2: …", "In specimen D, …", "… in part 3" — not a
+#: citation of the slide that shows a finding ("(slide 1C)").
+_SAMPLE_REF = re.compile(
+    r"(?:^\W*|\b(?:in|from|of)\s+)(?:specimens?|blocks?|parts?|cassettes?|containers?)\s+#?\s?"
+    r"(?:[A-Z]\d{0,2}|\d{1,2}[A-Z]?)\b(?!\s*(?:cm|mm|x)\b)",
+    re.I,
+)
+_SIDE_WORD = re.compile(r"\b(?:left|right|bilateral)\b", re.I)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Two facts a check compared; ``probability`` > 0 when they cannot both be true."""
@@ -237,8 +247,34 @@ class CaseView:
             for b in facts[i + 1 :]:
                 if (a.statement, a.start) == (b.statement, b.start) or self.repeated_label(a, b):
                     continue
-                if self.same(a.target, b.target):
+                if self.same(a.target, b.target) and not self.other_sample(a, b):
                     yield a, b
+
+    @functools.cached_property
+    def _samples(self) -> dict[int, tuple[frozenset[str], frozenset[str]]]:
+        """Statement → (the samples it names, the sides it names)."""
+        doc = self.case.document
+        out = {}
+        for s in doc.statements:
+            text = doc.statement_text(s)
+            samples = frozenset(
+                " ".join(m.group().lower().split()[-2:])
+                for m in _SAMPLE_REF.finditer(text)
+                if text.count("(", 0, m.start()) <= text.count(")", 0, m.start())
+            )
+            sides = frozenset(m.group().lower() for m in _SIDE_WORD.finditer(text))
+            out[s.index] = (samples, sides)
+        return out
+
+    def other_sample(self, a: Fact, b: Fact) -> bool:
+        """Whether two facts may be about different samples of their target: a statement naming
+        a block, slide or specimen the other does not ("In specimen D, the tumour is devoid of
+        necrosis"; "Block A2: methylated MGMT" / "Block A3: no methylated MGMT"), or two node,
+        margin or tissue statements naming different sides ("(Lymph nodes, left side): …")."""
+        (sa, da), (sb, db) = self._samples[a.statement], self._samples[b.statement]
+        if sa != sb:
+            return True
+        return a.target.kind not in ("tumour", "part") and bool(da) and bool(db) and da != db
 
     def text(self, f: Fact) -> str:
         """The evidence words of a fact."""

@@ -331,6 +331,8 @@ def check_margins(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         if (a.key, b.key) not in _QUAL_OK and (b.key, a.key) not in _QUAL_OK:
             continue
+        if _margin_scope(view, a) != _margin_scope(view, b) or _other_tumour(view, a, b):
+            continue  # "margins of the ureters" / "of the soft tissue"; another tumour's margins
         if "close" in (a.note + b.note) and {a.value, b.value} == {"free", "involved"}:
             pass
         yield conflict(
@@ -388,6 +390,46 @@ def _one_part_names(view: CaseView, a: Target, b: Target) -> bool:
 
 
 _IN_SITU = re.compile(r"\bDCIS\b|\bin[\s\-]situ\b|\bCIS\b", re.I)
+
+
+#: What narrows a margin statement: "margins of the ureters", "at the site of extraprostatic
+#: extension", "in the region of the apex", "the non-dominant tumour foci … negative margins".
+_MARGIN_OF = re.compile(
+    r"\bmargins?\s+of\s+(?:the\s+)?(?!resection|excision|the\s+specimen)(\w+)", re.I
+)
+_MARGIN_AT = re.compile(
+    r"\b(?:at\s+the\s+site|in\s+the\s+region|in\s+the\s+area|at\s+the\s+(?:apex|base|bladder\s+neck)|"
+    r"non-?dominant|(?:second|other|smaller|additional|secondary)\s+(?:tumou?r|foci|focus|nodule|lesion))",
+    re.I,
+)
+
+
+def _margin_scope(view: CaseView, f: Fact) -> frozenset[str]:
+    """The qualifiers of a margin statement ("of the ureters", "at the site of …")."""
+    sentence = view.case.sentence(f.statement)
+    quals = {m.group(1).lower().rstrip("s") for m in _MARGIN_OF.finditer(sentence)}
+    quals |= {" ".join(m.group().lower().split()) for m in _MARGIN_AT.finditer(sentence)}
+    return frozenset(quals)
+
+
+def _other_tumour(view: CaseView, a: Fact, b: Fact) -> bool:
+    """Two margin statements naming malignancies of incompatible types ("free of prostatic
+    adenocarcinoma" beside urothelial carcinoma at the margin): two tumours, two verdicts."""
+    from pathgls.text.case import compatible_types
+    from pathgls.text.case.vocab import vocabulary
+
+    vocab = vocabulary()
+
+    def named(f: Fact) -> list[str]:
+        out = []
+        for d in vocab.diagnoses.finditer(view.case.sentence(f.statement)):
+            term = vocab.diagnosis(d.group())
+            if term is not None and term.attributes.get("behavior") == "malignant":
+                out.append(term.concept)
+        return out
+
+    na, nb = named(a), named(b)
+    return any(compatible_types(x, y) is False for x in na for y in nb)
 
 
 def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact]]:

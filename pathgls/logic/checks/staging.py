@@ -306,7 +306,8 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             if not view.same(s.target, d.target):
                 continue
             frac = float(d.value)
-            if (shallow and frac >= 0.5) or (deep and frac < 0.5):
+            # a depth at the boundary itself ("measured at 50%") is not set against the stage
+            if (shallow and frac >= 0.55) or (deep and frac < 0.45):
                 yield conflict(
                     "stage_extent",
                     w.stage_extent,

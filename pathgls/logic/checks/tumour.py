@@ -33,7 +33,7 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if (f.value in ("malignant",) and f.key != "invasive") or (f.value == "malignant")
     ]
     for p in view.facts("presence", kind="part"):
-        if p.note in ("residual",):
+        if p.note in ("residual",) or _unanchored(view, p):
             continue
         for d in malignant:
             if d.target.part == p.target.part and d.value in ("malignant", "in_situ"):
@@ -98,6 +98,28 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     b,
                     f"the tumour is called non-invasive ('{view.text(a)}') but '{view.text(b)}'",
                 )
+
+
+#: A statement that is nothing but a denial: "NO TUMOR SEEN.", "- Negative for malignancy".
+_BARE_DENIAL = re.compile(
+    r"[\W\d_]*(?:no|not|negative|free|without|absence|there\s+is\s+no)\b", re.I
+)
+#: Labels of a checklist line whose value is the part's own diagnosis.
+_DIAGNOSIS_LABEL = re.compile(r"(?:final\s+)?diagnos[ie]s|interpretation|result|impression", re.I)
+
+
+def _unanchored(view: CaseView, p: Fact) -> bool:
+    """A part-level "no tumour" that names no subject: a bare denial line ("NO EVIDENCE OF
+    MALIGNANCY") or one under a label that names another tissue ("Prostate: No carcinoma" in a
+    cystoprostatectomy). Which specimen such a line speaks of rests on where the parser put it
+    (an unrecognised part heading moves it), so it is never set against a diagnosis."""
+    s = view.case.document.statements[p.statement]
+    if s.label is not None:
+        return not _DIAGNOSIS_LABEL.fullmatch(s.label.strip())
+    text = view.case.document.statement_text(s)
+    if re.search(r"\b(?:part|specimen|container)\s+#?\w{1,3}\b", text, re.I):
+        return False  # "No neoplasm is present in part A.": it says which specimen
+    return bool(_BARE_DENIAL.match(text))
 
 
 def _item_of_another_part(view: CaseView, f: Fact) -> bool:
@@ -448,6 +470,8 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         )
         if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS and not gloss:
             continue  # "G2/G3", "grade II or III", "from grade II to III": one statement, a range
+        if _gleason_elsewhere(view, a, b):
+            continue
         organ = view.organ(a)
         if organ == "brain" and not (
             (_summary(view, a) and _summary(view, b)) or _glioma_called(view, a, b)
@@ -491,6 +515,35 @@ def _glioma_called(view: CaseView, a: Fact, b: Fact) -> bool:
             re.I,
         )
     )
+
+
+#: Where in the prostate a core or a focus was taken ("right apex", "left lobe", "transition zone").
+_PROSTATE_SITE = re.compile(
+    r"\b(?:(?:right|left)(?:\s+(?:lobe|side|apex|base|mid(?:-?gland)?|lateral|medial))?|apex|apical|"
+    r"base|mid(?:-?gland)?|transition(?:al)?\s+zone|peripheral\s+zone|anterior|posterior|core\s*#?\s*\d+)\b",
+    re.I,
+)
+#: A grade of part of the tumour: "areas of Gleason 4+4", "a focus of", "tertiary", "minor".
+_GLEASON_PART = re.compile(
+    r"\b(?:areas?|foci|focus|focal(?:ly)?|tertiary|minor|non-?dominant|secondary\s+tumou?r|"
+    r"second\s+(?:tumou?r|nodule|focus)|smaller|additional)\b",
+    re.I,
+)
+
+
+def _gleason_elsewhere(view: CaseView, a: Fact, b: Fact) -> bool:
+    """Two Gleason grades that may grade different cancers of one prostate: cores or foci of
+    different sites ("right apex 4+5=9", "left apex 4+4=8"), a site against the whole gland, or
+    areas of the tumour against its overall score ("areas of Gleason 4+4" beside "score 7")."""
+    if not (a.key.startswith("gleason") or b.key.startswith("gleason")):
+        return False
+    sites = []
+    for f in (a, b):
+        sentence = view.case.sentence(f.statement)
+        if _GLEASON_PART.search(sentence):
+            return True
+        sites.append(frozenset(m.group().lower() for m in _PROSTATE_SITE.finditer(sentence)))
+    return sites[0] != sites[1]
 
 
 _SAME_STATEMENT_PAIRS = (

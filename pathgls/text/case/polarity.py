@@ -23,7 +23,7 @@ _CLAUSE_BREAK = re.compile(
     re.I,
 )
 _PRE_NEG = re.compile(
-    r"(?<![A-Za-z])(?:no|not|without|negative\s+for|free\s+of|free\s+from|absence\s+of|absent|"
+    r"(?<![A-Za-z])(?:no|not|(?:does|do|did)\s?n[o']?t|without|negative\s+for|free\s+of|free\s+from|absence\s+of|absent|"
     r"lack\s+of|lacks|lacking|devoid\s+of|neither|nor|none\s+of|never|cannot\s+identify|"
     r"no\s+evidence\s+of|no\s+residual|rules?\s+out|ruled\s+out|excludes?|(?:un|not\s+)involved"
     r"\s+by|clear\s+of|(?:is|are|was|were)\s+negative\s+for)(?![A-Za-z])",
@@ -34,7 +34,8 @@ _POST_NEG = re.compile(
     r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
     r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
     r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"
-    r"appreciated|demonstrated|involved|visualized|recognized|apparent|definitively\s+identified)"
+    r"appreciated|demonstrated|involved|visualized|visible|discernible|demonstrable|recognized|"
+    r"apparent|definitively\s+identified)"
     r"|negative|none(?:\s+(?:identified|seen|present))?|no\b(?=\s*(?:[.,;)]|$))|nil|uninvolved|free|clear(?!\s+cell)|not\s+applicable|\(\s*-\s*\)|"
     r"-(?=\s*$)|0\b(?!\.)|lacking|nonidentified|non-?identified|unremarkable)",
     re.I,
@@ -80,7 +81,8 @@ _FILLER = re.compile(
     r"histological|microscopic|morphologic|other|further|additional|associated|tumou?r|"
     r"carcinoma|malignant|invasive|definite|definitive|convincing|unequivocal|is|are|was|were|"
     r"overt|conspicuous|appreciable|evident|frank|seen|identified|present|noted|lymph|vascular|"
-    r"small|large|vessel|vessels|space)\b)*$",
+    r"small|large|vessel|vessels|space|metastatic|through|beyond|involv(?:e|es|ing)|invad(?:e|es|"
+    r"ing)|extend(?:s|ing)?\s+(?:into|to|through))\b)*$",
     re.I,
 )
 
@@ -117,7 +119,7 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
         after = re.sub(r"(?i)\bnot\.\s*", "not ", text[value_start : clause.end])
         if _HEDGE_BEFORE.match(after.strip()) or _HEDGE_AFTER.match(after):
             return UNCERTAIN
-        if _POST_NEG.match(after):
+        if _POST_NEG.match(after) or _TO_NOT_THROUGH.search(after):
             return ABSENT
         if _POST_POS.match(after):
             return PRESENT
@@ -134,14 +136,48 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
     for m in _PRE_NEG.finditer(window):
         neg = m
     if neg is not None and (
-        _FILLER.match(window[neg.end() :]) or _coordinated(window[neg.end() :])
+        _FILLER.match(window[neg.end() :])
+        or _coordinated(window[neg.end() :])
+        or _one_modifier(window[neg.end() :])
     ):
         return ABSENT
+    if _TO_NOT_THROUGH.match(text, end, min(len(text), end + 60)):
+        return ABSENT  # "pleural invasion: extends to, but not through, the visceral pleura"
     if re.search(r"(?<![\d.])0\s*%\s*(?:of\s+(?:the\s+)?(?:tumou?r\s+)?)?$", window):
         return ABSENT  # "0% necrosis"
+    if _PRE_POS.search(window):
+        return PRESENT  # "positive lymphovascular invasion, negative renal vein invasion"
     if _POST_NEG.match(after) or _post_list_negation(after) or _COLON_NEG.match(after):
         return ABSENT
     return PRESENT
+
+
+#: An affirmation right before a finding, which a later denial in a list does not undo.
+_PRE_POS = re.compile(r"(?<![A-Za-z])(?:positive|present)(?:\s+for)?\s*$", re.I)
+#: "extends to, but not through, the visceral pleura": reaches a layer, does not cross it.
+_TO_NOT_THROUGH = re.compile(
+    r"[^.;]{0,50}?\bto,?\s+but\s+not\s+(?:through|beyond|into)\b", re.I | re.S
+)
+
+
+def _one_modifier(gap: str) -> bool:
+    """ "no endothelial microvascular proliferation": one more modifier between a denial and the
+    finding (a word, not a verb, preposition or conjunction that starts another phrase)."""
+    words = gap.split()
+    return (
+        len(words) == 1
+        and re.fullmatch(r"[A-Za-z][a-z\-]{2,}|[A-Z][A-Z\-]{2,}", words[0]) is not None
+        and not _ONE_MODIFIER_STOP.fullmatch(words[0])
+        and gap.endswith((" ", "\n", "\t"))
+    )
+
+
+_ONE_MODIFIER_STOP = re.compile(
+    r"with|but|and|or|in|on|at|of|to|from|by|for|into|than|that|which|this|these|those|there|"
+    r"is|are|was|were|has|have|had|shows?|showing|seen|identified|present|found|noted|longer|"
+    r"more|less|residual|other|change|changes",
+    re.I,
+)
 
 
 _TRAILING_NEG = re.compile(

@@ -186,8 +186,10 @@ def read_extent(ctx: Context) -> None:
         if subject is not None and subject.kind == "tissue" and _is_structure(subject, key):
             subject = None  # "Renal sinus: involved": the structure is the label, not a subject
         target = ctx.target(subject, "tumour")
-        if target.kind == "tissue":
-            continue
+        if target.kind == "tissue" or _benign_subject(ctx.text[c.start : start]):
+            continue  # "focal endosalpingiosis involving the uterine serosa": not the tumour
+        if re.match(r"\s*(?:mucosa|epitheli\w+|lumen|lining|surface)\b", after, re.I):
+            continue  # "no malignancy in the fallopian tube mucosa": a layer, not the extent
         pol = _extent_polarity(ctx, start, m)
         if start < m.start() and re.search(
             r"\b(?:without|no|not)\b", ctx.text[start : m.start()], re.I
@@ -301,6 +303,14 @@ def _extent_polarity(ctx: Context, start: int, m: re.Match[str]) -> str:
         if re.search(r"\b(?:approach\w*|abut\w*|close\s+to|near)\s+(?:\w+\s+){0,2}$", pre):
             return UNCERTAIN
     return pol
+
+
+def _benign_subject(before: str) -> bool:
+    """Whether the words before an involvement name only benign lesions as its subject."""
+    vocab = vocabulary()
+    terms = [vocab.diagnosis(d.group()) for d in vocab.diagnoses.finditer(before)]
+    behaviours = {t.attributes.get("behavior") for t in terms if t} - {None}
+    return bool(behaviours) and all(str(b).startswith("benign") for b in behaviours)
 
 
 def _precursor(concept: str) -> bool:

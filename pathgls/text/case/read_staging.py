@@ -98,6 +98,12 @@ def _count(word: str) -> int | None:
     return _WORDNUM.get(w.replace(" ", "-"), _WORDNUM.get(w))
 
 
+#: "from" before a stage in a sentence that amends the stage.
+_SUPERSEDED = re.compile(r"\b(?:from|previously|formerly|originally|instead\s+of)\s*$", re.I)
+_AMENDED = re.compile(r"\b(?:amend\w*|revis\w*|chang\w*|correct\w*|upstag\w*|downstag\w*)", re.I)
+_IF_CATEGORY = re.compile(r"[a-d]?\s+(?:for|if|when|would|requires?)\b", re.I)
+
+
 def read_stage(ctx: Context) -> None:
     """pT / pN / pM categories and FIGO stages ("stage" facts keyed T, N, M, FIGO)."""
     text = ctx.text
@@ -124,6 +130,14 @@ def read_stage(ctx: Context) -> None:
             continue
         if pre.endswith("c"):
             continue  # clinical stage: not the pathologist's
+        if _SUPERSEDED.search(text, max(ctx.start, m.start() - 12), m.start()) and _AMENDED.search(
+            text, ctx.start, ctx.end
+        ):
+            continue  # "the stage is amended to pT1a from pT1b": the old stage is withdrawn
+        if _IF_CATEGORY.match(text, m.end(), min(ctx.end, m.end() + 30)) and text[
+            max(ctx.start, m.start() - 3) : m.start()
+        ].strip().endswith("("):
+            continue  # "(pT4 for seminal vesicle involvement)": what would stage it, a legend
         sub = (m.group("sub") or "").lower()
         value = f"{axis}{cat.lower() if cat == 'is' else cat.upper()}{sub}"
         target = Target("tumour", ctx.part)
@@ -377,6 +391,12 @@ def read_depth(ctx: Context) -> None:
 
     def add(value: float, start: int, end: int, note: str = "") -> None:
         c = ctx.clause(start)
+        if re.search(
+            r"\b(?:initially|originally|previously|at\s+first)\b",
+            text[max(ctx.start, start - 40) : start],
+            re.I,
+        ):
+            return  # "the focus initially measured at 50% invasion": a measure later revised
         if ctx.gross(start) or re.search(
             r"lympho-?vascular|vascular|lvsi|lymphatic", text[c.start : start], re.I
         ):

@@ -440,6 +440,11 @@ def read_grade(ctx: Context) -> None:
         if system == "histologic" and not sys_word and _GLEASON_WORD.search(text):
             continue  # a bare "Grade 4" in a Gleason-graded report names a pattern
         denominator = m.group("d")
+        if not denominator:  # "grade 3 (of 4)", "grade 3 of a 4-tier system"
+            tier = re.match(
+                r"\s*\(?\s*(?:of|/)\s*(?:a\s+)?(\d)\b", text[m.end() : min(ctx.end, m.end() + 16)]
+            )
+            denominator = tier.group(1) if tier else None
         note = f"of {_num(denominator)}" if denominator else ""
         value = _num(m.group("n"))
         split = _OCR_ROMAN_REST.match(text, m.end(), ctx.end)
