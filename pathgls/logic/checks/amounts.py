@@ -3,6 +3,7 @@ involved, that cannot describe the same tumour."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from pathgls.config import CheckWeights
@@ -24,6 +25,8 @@ def check_amounts(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for a, b in view.pairs(facts):
             if a.statement == b.statement:
                 continue  # "5% overall, up to 20% in hot spots": one statement, two regions
+            if _local(view, a) or _local(view, b):
+                continue  # a focal count; another cell population
             verdict = _index_conflict(a, b) if key == "proliferation" else _share_conflict(a, b)
             if verdict is None:
                 yield compared("amount", a, b)
@@ -31,6 +34,19 @@ def check_amounts(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             yield conflict(
                 "amount", w.amount, a, b, f"{_what(key)} {_show(a)} and {_show(b)}: {verdict}"
             )
+
+
+#: A count of part of the tumour or of one cell population ("focally 10% in areas of tumour",
+#: "of the epithelial cells in the fallopian tube", "of the smooth muscle cells in the ovary").
+_LOCAL = re.compile(
+    r"\b(?:focal(?:ly)?|areas?|hot\s*-?\s*spots?|region|(?:epithelial|smooth\s+muscle|stromal|"
+    r"lymphoid|normal|background|non-?neoplastic|benign)\s+cells?|cells?\s+in\s+the)\b",
+    re.I,
+)
+
+
+def _local(view: CaseView, f: Fact) -> bool:
+    return bool(_LOCAL.search(view.case.sentence(f.statement)))
 
 
 def _index_conflict(a: Fact, b: Fact) -> str | None:

@@ -458,6 +458,11 @@ def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fac
                     yield a, b
 
 
+_COEXPRESSION = re.compile(
+    r"\bco-?\s?(?:express|stain|localiz)\w*|\bdual(?:ly)?\s+(?:positive|stain)", re.I
+)
+
+
 def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """One marker positive and negative in the same cell population."""
     facts = [
@@ -466,8 +471,10 @@ def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if f.value in ("positive", "negative") and "partial" not in f.note
     ]
     for a, b in view.pairs(facts):
-        if a.key != b.key:
-            continue
+        if a.key != b.key or _COEXPRESSION.search(
+            view.case.sentence(a.statement) + " " + view.case.sentence(b.statement)
+        ):
+            continue  # "no co-expression of CD20 and CD5" says nothing of CD5 alone
         ma = re.search(r"method=(\w+)", a.note)
         mb = re.search(r"method=(\w+)", b.note)
         if ma and mb and ma.group(1) != mb.group(1):

@@ -304,7 +304,7 @@ def _where_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact
     facts = [_located(view, f) for f in facts]
     for i, a in enumerate(facts):
         for b in facts[i + 1 :]:
-            if a.statement == b.statement or view.repeated_label(a, b):
+            if a.statement == b.statement or view.repeated_label(a, b) or view.other_sample(a, b):
                 continue
             if "title of part" in (a.note, b.note) and a.target.part != b.target.part:
                 continue  # "right obturator node" is the side of its part only
@@ -316,13 +316,23 @@ def _where_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fact
             yield a, b
 
 
+def _both_sides(sentence: str) -> bool:
+    """A line that names left and right ("left proximal ureter / right proximal ureter"): a
+    list of specimens, which places nothing on one side."""
+    words = {w.lower() for w in re.findall(r"\b(?:left|right)\b", sentence, re.I)}
+    return len(words) == 2
+
+
 def check_side(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
     """The tumour (or a part) placed left in one statement and right in another."""
     facts = [
         f
         for f in view.facts("side")
-        if (f.target.kind != "tumour" and f.target.part not in view.tumour_parts)
-        or not _BESIDE_THE_ORGAN.search(view.case.evidence(f))
+        if (
+            (f.target.kind != "tumour" and f.target.part not in view.tumour_parts)
+            or not _BESIDE_THE_ORGAN.search(view.case.evidence(f))
+        )
+        and not _both_sides(view.case.sentence(f.statement))
     ]
     for a, b in _where_pairs(view, facts):
         if a.value == b.value:
