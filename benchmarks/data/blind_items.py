@@ -11,8 +11,9 @@ that replaces it, and the span of the statement it contradicts (offsets into the
 ``group`` (a contradiction and its look-alike control share a group and a split), balanced per
 class: ``dev`` is the half Logic was tuned on, ``test`` the untouched half, reported once.
 
-Usage (writes logic_blind.jsonl from the helpers' raw files; run once):
+Usage (writes a set's file from the helpers' raw files; run once per set):
     python benchmarks/data/blind_items.py --raw /work/blind/ba.jsonl /work/blind/bb.jsonl
+    python benchmarks/data/blind_items.py --set 2 --raw /work/blind2/b[c-f].jsonl
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-OUT = HERE / "logic_blind.jsonl"
-SALT = "pathgls-logic-blind-2026-11-26"
+#: The blind sets: name → (file, the salt that split it). Set 2 was written later, by four
+#: other helpers, on held-out (odd) TCGA rows no item of set 1 uses, and split on arrival.
+SETS = {
+    "1": (HERE / "logic_blind.jsonl", "pathgls-logic-blind-2026-11-26"),
+    "2": (HERE / "logic_blind2.jsonl", "pathgls-logic-blind2-2026-11-26-second-set"),
+}
+OUT, SALT = SETS["1"]
 
 
 def base_texts(shared: Path = SHARED) -> dict[tuple[str, str], str]:
@@ -87,14 +93,20 @@ def _compact(raw: dict, texts: dict[tuple[str, str], str]) -> dict:
     }
 
 
-def split(items: list[dict]) -> None:
+def load(name: str = "1") -> list[dict]:
+    """The items of blind set ``name``."""
+    path = SETS[name][0]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def split(items: list[dict], salt: str = SALT) -> None:
     """Give every item its ``split``: half of each class's groups to dev, half to test."""
     groups: dict[str, set[str]] = defaultdict(set)
     for it in items:
         groups[it["class"]].add(it["group"])
     which: dict[str, str] = {}
     for members in groups.values():
-        ordered = sorted(members, key=lambda g: hashlib.sha256(f"{SALT}:{g}".encode()).hexdigest())
+        ordered = sorted(members, key=lambda g: hashlib.sha256(f"{salt}:{g}".encode()).hexdigest())
         for i, g in enumerate(ordered):
             which[g] = "dev" if i < (len(ordered) + 1) // 2 else "test"
     for it in items:
@@ -104,7 +116,9 @@ def split(items: list[dict]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--raw", nargs="+", type=Path, required=True)
+    ap.add_argument("--set", default="1", choices=sorted(SETS))
     args = ap.parse_args()
+    out, salt = SETS[args.set]
     texts = base_texts()
     items = [
         _compact(json.loads(line), texts)
@@ -112,8 +126,8 @@ def main() -> None:
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    split(items)
-    with open(OUT, "w", encoding="utf-8") as fh:
+    split(items, salt)
+    with open(out, "w", encoding="utf-8") as fh:
         for it in items:
             fh.write(json.dumps(it, ensure_ascii=False) + "\n")
     for it in items:
