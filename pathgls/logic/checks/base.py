@@ -136,7 +136,8 @@ class CaseView:
         for s in self.case.document.statements:
             text = self.case.document.statement_text(s)
             if not s.is_assertion or not any(
-                not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
+                not (s.label is not None and s.start + m.start() < s.value_start)  # a field name
+                and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
                 and not _NOT_TUMOUR_AFTER.match(text, m.end())
                 and (foci or not _FOCI.fullmatch(m.group()))
                 and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())

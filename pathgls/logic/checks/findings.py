@@ -85,6 +85,18 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             yield conflict(
                 "node_counts", w.node_counts, p, e, f"{p.value} positive of {e.value} examined"
             )
+    # a checklist's "examined" and "involved" lines, a few lines apart
+    fields = [f for f in counts if "field" in f.note]
+    for p in (f for f in fields if f.key == "positive"):
+        for e in (f for f in fields if f.key == "examined"):
+            if (
+                abs(p.statement - e.statement) <= 3
+                and view.same(p.target, e.target)
+                and p.value > e.value
+            ):
+                yield conflict(
+                    "node_counts", w.node_counts, p, e, f"{p.value} positive of {e.value} examined"
+                )
     regions = {s.index: s.region for s in view.case.document.statements}
     per_statement: dict[tuple[int, str], int] = {}
     for f in counts:
@@ -395,7 +407,9 @@ _IN_SITU = re.compile(r"\bDCIS\b|\bin[\s\-]situ\b|\bCIS\b", re.I)
 #: What narrows a margin statement: "margins of the ureters", "at the site of extraprostatic
 #: extension", "in the region of the apex", "the non-dominant tumour foci … negative margins".
 _MARGIN_OF = re.compile(
-    r"\bmargins?\s+of\s+(?:the\s+)?(?!resection|excision|the\s+specimen)(\w+)", re.I
+    r"\bmargins?\s+of\s+(?:the\s+)?(?!(?:the|resection|excision|specimen|partial|radical|total|"
+    r"surgical|\w+ectomy|\w+otomy)\b)(\w+)",
+    re.I,
 )
 _MARGIN_AT = re.compile(
     r"\b(?:at\s+the\s+site|in\s+the\s+region|in\s+the\s+area|at\s+the\s+(?:apex|base|bladder\s+neck)|"

@@ -275,13 +275,15 @@ def _definite_pairs(view: CaseView, types: list[Fact]) -> Iterator[tuple[Fact, F
         if "copula" not in c.note:
             continue
         part = c.target.part
+        homes = {part, part if part is not None else view.only_part}
         if part is None and view.n_tumour_parts > 1:
-            continue
-        home = part if part is not None else view.only_part
-        if {part, home} & view.multiple:
+            if not view.one_tumour_type or None in view.multiple:
+                continue
+            homes |= view.tumour_parts  # parts that sample one tumour ("Brain tumor A, B, C")
+        if homes & view.multiple:
             continue
         for t in types:
-            if t is c or t.statement == c.statement or t.target.part not in {part, home}:
+            if t is c or t.statement == c.statement or t.target.part not in homes:
                 continue
             yield (t, c) if t.statement < c.statement else (c, t)
 
@@ -536,6 +538,7 @@ _PROSTATE_SITE = re.compile(
 #: A grade of part of the tumour: "areas of Gleason 4+4", "a focus of", "tertiary", "minor".
 _GLEASON_PART = re.compile(
     r"\b(?:areas?|foci|focus|focal(?:ly)?|tertiary|minor|non-?dominant|secondary\s+tumou?r|"
+    r"multiple|most|nodules|bilateral|"
     r"second\s+(?:tumou?r|nodule|focus)|smaller|additional)\b",
     re.I,
 )
@@ -588,6 +591,8 @@ def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | bool | None
         sa, sb = _gleason_sum(a.value), _gleason_sum(b.value)
         if sa is None or sb is None:
             return None
+        if sa == sb and None not in (*a.value[:2], *b.value[:2]) and a.value[:2] != b.value[:2]:
+            return f"Gleason {_fmt(a.value)} and {_fmt(b.value)}"  # 4+3 is not 3+4
         return f"Gleason score {sa} and {sb}" if sa != sb else False
     if {ka, kb} == {"gleason", "grade_group"}:
         g, gg = (a, b) if ka == "gleason" else (b, a)

@@ -91,11 +91,16 @@ def build_case(report: str | bytes | Document) -> Case:
         if not s.is_assertion:
             continue
         ctx = Context.of(doc.text, s, topic=topic, has_parts=bool(doc.parts), part_titles=titles)
+        if s.region == "gross" and _synoptic_field(ctx):
+            moved = dataclasses.replace(s, region="synoptic")
+            ctx = Context.of(
+                doc.text, moved, topic=topic, has_parts=bool(doc.parts), part_titles=titles
+            )
         ctx.organ = organ
-        if s.region == "gross":
+        if ctx.region == "gross":
             for read in _GROSS_READERS:
                 read(ctx)
-        elif s.region in READ_REGIONS:
+        elif ctx.region in READ_REGIONS:
             for read in READERS:
                 read(ctx)
             population = read_markers(ctx, population)
@@ -104,6 +109,22 @@ def build_case(report: str | bytes | Document) -> Case:
     case.facts.extend(read_titles(doc))
     _resolve(case)
     return case
+
+
+#: Checklist fields of the diagnosis: read in full even where OCR put them under the gross.
+_SYNOPTIC_FIELD = re.compile(
+    r"histologic(?:al)?\s+(?:type|grade)|tumou?r\s+type|(?:nuclear|fuhrman|"
+    r"who|figo|gleason)\s+grade|pathologic(?:al)?\s+stag\w*|(?:surgical\s+)?margins?|"
+    r"(?:regional\s+)?lymph\s+nodes?|lymph[\s-]?vascular\s+invasion|perineural\s+invasion|"
+    r"laterality|p[TN]\b|tnm",
+    re.I,
+)
+
+
+def _synoptic_field(ctx: Context) -> bool:
+    """A labelled checklist line ("Histologic type: papillary renal cell carcinoma") in a gross
+    section: a synoptic field the OCR layer moved, not a gross description."""
+    return ctx.label is not None and bool(_SYNOPTIC_FIELD.match(ctx.label_text.strip()))
 
 
 def _topic(ctx: Context, previous: str) -> str:

@@ -124,7 +124,7 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
         if _POST_POS.match(after):
             return PRESENT
         value = after.strip().lower()
-        if not value or re.fullmatch(r"\(?\d{1,2}\)?\.?", value):
+        if not value or re.fullmatch(r"\(?(?:\d{1,2}|[a-z])\)?\.?", value):
             return UNCERTAIN  # a label without its value, or a form's code ("invasion: 2")
         if value.startswith(("no ", "not ", "none", "negative", "absent", "without")):
             return ABSENT
@@ -132,6 +132,8 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
     window = before[-90:]
     if _HEDGE_BEFORE.search(window[-60:]) or _HEDGE_AFTER.match(after):
         return UNCERTAIN
+    if _EMPTY_FIELD.match(after):
+        return UNCERTAIN  # "Chest wall invasion (into skeletal muscle): ;;": a field left empty
     neg = None
     for m in _PRE_NEG.finditer(window):
         neg = m
@@ -152,6 +154,7 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
     return PRESENT
 
 
+_EMPTY_FIELD = re.compile(r"[^.;:\n]{0,80}:[\W_]*$")
 #: An affirmation right before a finding, which a later denial in a list does not undo.
 _PRE_POS = re.compile(r"(?<![A-Za-z])(?:positive|present)(?:\s+for)?\s*$", re.I)
 #: "extends to, but not through, the visceral pleura": reaches a layer, does not cross it.

@@ -22,7 +22,7 @@ _MARGIN_WORD = re.compile(
 _INVOLVED = re.compile(
     r"(?<![A-Za-z])(?:positive|involved|(?:tumou?r|carcinoma)\s+(?:is\s+)?(?:present\s+)?at|"
     r"extends?\s+to|extending\s+to|reaches|abuts|transected|present\s+at|at\s+(?:the\s+)?ink|"
-    r"on\s+ink|touches|into\s+(?:the\s+)?(?:inked\s+)?margin)(?![A-Za-z])",
+    r"on\s+ink|touches|into\s+(?:the\s+)?(?:(?:[a-z]+-)?inked\s+)?margin)(?![A-Za-z])",
     re.I,
 )
 _FREE = re.compile(
@@ -225,12 +225,12 @@ _BEFORE_INVOLVED = re.compile(
     r"(?P<neg>\b(?:no|not|without|never|nor)\b[^.;]{0,40})?(?:present|seen|identified|found|"
     r"tumou?r|carcinoma|cis|dcis|involv\w*|extend\w*|extension|reach\w*|abut\w*|transect\w*|"
     r"touch\w*|positive)\s+(?:\w+\s+){0,2}?(?:at|to|into|on|involving|for|of)?\s*(?:the\s+)?"
-    r"(?:inked\s+)?$",
+    r"(?:(?:[a-z]+-)?inked\s+)?$",
     re.I,
 )
 _BEFORE_FREE = re.compile(
     r"(?:free|clear|away|distant|negative|uninvolved|not\s+involv\w*|close)\s+(?:of|from|to)?\s*"
-    r"(?:the\s+)?(?:inked\s+)?$",
+    r"(?:the\s+)?(?:(?:[a-z]+-)?inked\s+)?$",
     re.I,
 )
 

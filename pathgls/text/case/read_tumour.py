@@ -33,7 +33,7 @@ _COPULA = re.compile(
     r"high[\s\-]grade|low[\s\-]grade|(?:well|moderately|poorly)[\s\-]differentiated|small|large|"
     r"solitary|single|unifocal|focal|\d+(?:\.\d+)?\s*(?:cm|mm)|thymic|pulmonary|renal|gastric|colonic|"
     r"hepatic|pancreatic|mammary|ovarian|endometrial|cervical|prostatic|esophageal|cutaneous|"
-    r"intraductal|recurrent)[\s,]+){0,3}$)",
+    r"intraductal|recurrent|[a-z]+-[a-z]+)[\s,]+){0,3}$)",
     re.I,
 )
 _LEAD = re.compile(
@@ -166,6 +166,20 @@ def read_type(ctx: Context) -> None:
         if sub and concept == "renal cell carcinoma":
             word = " ".join((sub.group("w") or sub.group("w2")).lower().replace("-", " ").split())
             concept = _RCC_SUBTYPES.get(word, concept)
+        of_type = _OF_TYPE.match(text, m.end(), min(ctx.end, m.end() + 40))
+        if of_type:  # "endometrial adenocarcinoma of the endometrioid type"
+            from pathgls.text.case.build import compatible_types
+
+            named = next(
+                (
+                    t
+                    for noun in (m.group(), m.group().split()[-1], "adenocarcinoma", "carcinoma")
+                    if (t := vocab.diagnosis(f"{of_type.group(1)} {noun}")) is not None
+                ),
+                None,
+            )
+            if named is not None and compatible_types(named.concept, concept):
+                concept = named.concept  # a subtype of what the line names
         mixed = any(_names_a_mix(ctx, x) for x in _MIXED.finditer(text, ctx.start, ctx.end))
         target = Target("tumour", ctx.part)
         if subject is not None and subject.kind == "part":
@@ -188,6 +202,8 @@ def read_type(ctx: Context) -> None:
 
 
 _METASTATIC = re.compile(r"metastatic\s+$", re.I)
+#: "adenocarcinoma of the endometrioid type", "carcinoma, serous type".
+_OF_TYPE = re.compile(r"\s*,?\s*(?:of\s+(?:the\s+)?)?([a-z]+)\s+(?:type|subtype)\b", re.I)
 
 
 def _names_a_mix(ctx: Context, x: re.Match[str]) -> bool:

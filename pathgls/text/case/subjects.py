@@ -228,7 +228,7 @@ _CONTAINER = re.compile(
 )
 _NAME_DROP = re.compile(
     r"\b(?:the|all|a|an|of|and|or|both|final|closest|nearest|specimen|surgical|resection|"
-    r"resected|inked|examined|remaining|other|multiple|several|one|two|three|four|five|six|seven|"
+    r"resected|inked|black|blue|green|red|yellow|orange|violet|purple|examined|remaining|other|multiple|several|one|two|three|four|five|six|seven|"
     r"eight|nine|ten|eleven|twelve|\d+|lymph|nodes?|margins?|are|is|were|was|with|no|status|"
     r"involvement|by|invasive|carcinoma|tumou?r|histologic|assessment|distance|from|to|regional|"
     r"number|total|en|face|sections?|additional|new|separate|received|labeled|including|"
