@@ -31,6 +31,29 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    # recall classes of blind set 2's dev half, in sentences of our own
+    (
+        "type",
+        "Histologic type: clear cell renal cell carcinoma.\n"
+        "Comment: the tumor is a papillary renal cell carcinoma, type 2.",
+    ),
+    (
+        "type",
+        "Uterus: adenocarcinoma of the endometrioid type, FIGO grade 1.\n"
+        "The tumour is a serous carcinoma with p53 overexpression.",
+    ),
+    ("node_counts", "Number of lymph nodes examined: 6;\nNumber of lymph nodes involved: 9;"),
+    ("grade", "Gleason score: 4+3=7.\nSynoptic: Gleason pattern 3 + 4 = 7."),
+    (
+        "marker",
+        "Invasive carcinoma. HER2 is positive (3+).\nThe carcinoma shows no HER2 overexpression.",
+    ),
+    ("marker", "Carcinoma, CK20 negative.\nThe tumor cells show diffuse cytokeratin 20 staining."),
+    (
+        "margin",
+        "Renal cell carcinoma.\nSurgical margins: free of tumor.\nTumor extends to the "
+        "blue-inked renal sinus margin.",
+    ),
     # the precision rules above leave these contradictions standing
     (
         "grade",
@@ -352,6 +375,18 @@ FIRES = [
 ]
 
 SILENT = [
+    # populations, mimics, a subtype, a 4-tier grade, counts of parts of the tumour
+    (
+        "Thymoma. CD3 and CD1a are positive on the lymphocytic population.\n"
+        "The neoplastic epithelial cells are keratin positive and CD1a negative."
+    ),
+    "Adenocarcinoma. Retraction artefact mimics LVSI; true LVSI is not present.",
+    "Renal cell carcinoma, papillary type 2.\nHistologic type: papillary renal cell carcinoma.",
+    "Ductal adenocarcinoma, moderately differentiated, grade 3 (of 4).",
+    "Glioblastoma. MIB-1 labeling index up to 30% in hot spots.\nMIB-1: 8% overall.",
+    "Carcinoma. Loss of PMS2 expression.\nThe tumor shows no staining for PMS2.",
+    "Ki-67 index 10%. A high Ki-67 labeling index supports the grade.",
+    "Chest wall invasion (into skeletal muscle or soft tissue): ;;\nPathologic stage: pT1a N0.",
     # session 3 classes: a subject-less denial line, another tissue's checklist line
     (
         "A. Bladder, cystectomy: High-grade urothelial carcinoma invading the perivesical fat.\n"

@@ -472,6 +472,8 @@ def _margin_pairs(view: CaseView, facts: list[Fact]) -> Iterator[tuple[Fact, Fac
                     yield a, b
 
 
+#: Proliferation markers are counted (the amount check), never positive or negative.
+_INDEX_MARKERS = frozenset({"ki-67", "ki67", "mib-1", "pcna", "phh3"})
 _COEXPRESSION = re.compile(
     r"\bco-?\s?(?:express|stain|localiz)\w*|\bdual(?:ly)?\s+(?:positive|stain)", re.I
 )
@@ -485,7 +487,7 @@ def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if f.value in ("positive", "negative") and "partial" not in f.note
     ]
     for a, b in view.pairs(facts):
-        if a.key != b.key or _COEXPRESSION.search(
+        if a.key != b.key or a.key in _INDEX_MARKERS or _COEXPRESSION.search(
             view.case.sentence(a.statement) + " " + view.case.sentence(b.statement)
         ):
             continue  # "no co-expression of CD20 and CD5" says nothing of CD5 alone

@@ -55,7 +55,7 @@ _HEDGE_BEFORE = re.compile(
     r"entirely|not\s+definitely|cannot\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|"
     r"can\s*not\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|rule\s+out|r/o|focal\s+areas"
     r"\s+suspicious|atypical\s+(?:cells|glands)\s+suspicious|concerning\s+for|worrisome|"
-    r"impossible\s+to|difficult\s+to|unable\s+to|not\s+(?:obvious|overt|conspicuous|"
+    r"impossible\s+to|difficult\s+to|unable\s+to|mimic\w*|simulat\w*|resembl\w*|not\s+(?:obvious|overt|conspicuous|"
     r"appreciable|evident|apparent|unequivocal|well\s+developed)|inconspicuous|rare|minimal|"
     r"\?)(?![A-Za-z])",
     re.I,

@@ -17,12 +17,15 @@ from pathgls.text.case.vocab import vocabulary
 # ----------------------------------------------------------------------------------
 
 _RESULT_AFTER = re.compile(
-    r"\s*(?:\([^)]{0,30}\)\s*)?(?:antibody\s+|protein\s+|immunostain\s+|stain(?:s|ing)?\s+|"
+    r"\s*(?:\([^)]{0,30}\)\s*)?(?:\.{2,}\s*|…\s*)?(?:antibody\s+|protein\s+|immunostain(?:ing)?\s+|"
+    r"immunohistochemistry\s+|stain(?:s|ing)?\s+|"
     r"expression\s+|immunoreactivity\s+|status\s+|receptors?\s+|score\s+)?"
     r"(?:(?:is|are|was|were|shows?|showed|demonstrates?|reveals?|revealed)\s+)?(?:(?:all|both)\s+)?"
     r"(?:an?\s+)?(?:[:=\-]\s*)?"
     r"(?:(?:strongly|diffusely|focally|weakly|patchy|strong|diffuse|focal|weak)\s+(?:and\s+\w+\s+)?)?"
-    r"(?P<r>positive|negative|reactive|non-?reactive|unreactive|"
+    r"(?P<r>no\s+(?:(?:nuclear|cytoplasmic|membranous|specific|definite)\s+)?(?:over-?\s?expression|"
+    r"expression|staining|immunoreactivity|reactivity|positivity)|"
+    r"positive|negative|reactive|non-?reactive|unreactive|"
     r"(?:is\s+|are\s+)?not\s+(?:expressed|detected|identified|present|reactive)|expressed|"
     r"retained|intact|preserved|normal(?:\s+expression)?|lost|loss|absent|absence|present|equivocal|"
     r"indeterminate|(?:score\s*)?[0-3]\s*\+|(?:score\s*)?0\b|\+(?![\d])|\(\s*\+\s*\)|"
@@ -43,7 +46,8 @@ _RESULT_BEFORE = re.compile(
     re.I,
 )
 _SHOWN_EXPRESSION = re.compile(
-    r"\s*(?:protein\s+)?(?:expression|immunoreactivity|immunopositivity|positivity)\b", re.I
+    r"\s*(?:protein\s+)?(?:expression|immunoreactivity|immunopositivity|positivity|staining)\b",
+    re.I,
 )
 _SHOWS = re.compile(
     r"\b(?:show(?:s|ed|ing)?|demonstrat\w*|reveal\w*|exhibit\w*|display\w*|with)\b", re.I
@@ -91,11 +95,15 @@ def _nearest_result(before: str) -> re.Match[str] | None:
 
 
 _POPULATION_AFTER = re.compile(
-    r"\b(?:in|within|of|by)\s+(?:the\s+)?(?:adjacent\s+|surrounding\s+|background\s+|residual\s+)?"
-    r"(?P<p>non-?neoplastic|normal|benign|uninvolved|stromal|inflammatory|lymphocytes?|"
+    r"\b(?:in|within|of|by|on)\s+(?:the\s+)?(?:adjacent\s+|surrounding\s+|background\s+|residual\s+|"
+    r"tumou?ral\s+)?(?P<p>non-?neoplastic|normal|benign|uninvolved|stromal|inflammatory|lymphocytes?|"
+    r"lymphocytic|lymphoid|"
     r"endothelial|myoepithelial|basal|internal\s+control|background)\b|\(\s*(?P<c>internal\s+"
     r"(?:positive\s+)?control)\s*\)",
     re.I,
+)
+_TUMOUR_CELLS = re.compile(
+    r"\b(?:neoplastic|tumou?r|malignant|carcinoma|lesional)\s+(?:epithelial\s+)?cells\b", re.I
 )
 _PERFORMED = re.compile(
     r"\b(?:(?:are|were|was|is|be|been)\s+(?:performed|ordered|obtained|done|requested|pending|"
@@ -240,7 +248,11 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
             word = label_result.group(1)  # "Negative: CK20, CDX2."
         elif r:
             word = r.group("r")
-        elif _SHOWN_EXPRESSION.match(after) and _SHOWS.search(before[-80:]):
+        elif (
+            _SHOWN_EXPRESSION.match(after)
+            and _SHOWS.search(before[-80:])
+            and not re.search(r"\b(?:loss|lack|absen\w+|no|not|negative)\b", before[-40:], re.I)
+        ):
             word = "expression"  # "the carcinoma showed diffuse nuclear WT1 expression"
         else:
             seg = before[-140:]
@@ -277,8 +289,10 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
             subject = Subject("population", " ".join(name.lower().split()), 0, 0)
         if subject is not None and subject.kind in ("population", "background", "tissue", "lesion"):
             explicit = subject
-        elif subject is None and carried is not None:
-            subject = carried
+        elif subject is None and carried is not None and not _TUMOUR_CELLS.search(
+            text, c.start, m.start()
+        ):
+            subject = carried  # not where the clause names the tumour cells themselves
         hedge = re.search(
             r"\b(?:equivocal|weak(?:ly)?|focal(?:ly)?|patchy|rare|scattered|"
             r"occasional|variable|heterogeneous)\b",

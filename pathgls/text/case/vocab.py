@@ -207,7 +207,8 @@ OTHER_POPULATIONS = (
     r"non-?\s?neoplastic\s+(?:cells|tissue|epithelium|glands)|background|adjacent|"
     r"entrapped|residual\s+normal|germinal\s+cent(?:er|re)s?|dendritic\s+cells?|"
     r"mast\s+cells?|neutrophils|eosinophils|reactive\s+\w+|gemistocytes|astrocytes|"
-    r"neurons?|axons|hepatocytes|urothelium|surface\s+epithelium|squamous\s+epithelium"
+    r"neurons?|axons|hepatocytes|urothelium|surface\s+epithelium|squamous\s+epithelium|"
+    r"(?:tumou?ral\s+)?(?:lymphocytic|lymphoid)\s+(?:proliferation|component|infiltrate|population|cells?)"
 )
 #: Ordinal words that point to another lesion than "the" tumour.
 _UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
