@@ -140,7 +140,7 @@ _DIFFERENTIAL = re.compile(
     re.I,
 )
 _HYPOTHETICAL = re.compile(
-    r"(?:^|[\s,;(])(?:insufficient\s+to|not\s+sufficient|to\s+qualify|criteria\s+for|if|unless|in\s+the\s+event|whether|should\s+(?:the|there|this|it)|would\s+"
+    r"(?:^|[\s,;(])(?:must\s+have|insufficient\s+to|not\s+sufficient|to\s+qualify|criteria\s+for|if|unless|in\s+the\s+event|whether|should\s+(?:the|there|this|it)|would\s+"
     r"(?:be|have|favor|favour|suggest|support|indicate|qualify)|could\s+(?:be|represent)|may\s+"
     r"(?:be|represent|indicate|reflect)|might)\b",
     re.I,

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgls.text.case.model import Fact, Target
-from pathgls.text.case.polarity import ABSENT, UNCERTAIN, Clause, clauses, is_gross, polarity
+from pathgls.text.case.polarity import (
+    ABSENT,
+    PRESENT,
+    UNCERTAIN,
+    Clause,
+    clauses,
+    is_gross,
+    polarity,
+)
 from pathgls.text.case.subjects import Subject, subject_before
 from pathgls.text.document import Statement
 
@@ -16,6 +24,12 @@ from pathgls.text.document import Statement
 READ_REGIONS = frozenset({"diagnosis", "synoptic", "microscopic", "ihc", "comment", "other"})
 
 
+#: A line that is only a checklist value ("Present", "Not identified").
+_VALUE_LINE = re.compile(
+    r"[ \t.:]*\n[ \t]*(?:(?P<neg>not\s+identified|absent|negative|none|no|not\s+present)|"
+    r"present|identified|positive|yes)[ \t.]*(?:\n|$)",
+    re.I,
+)
 #: Labels that open prose rather than name a checklist field.
 _PROSE_LABEL = re.compile(
     r"(?:\w+\s+)?(?:comments?|notes?|summary|impression|interpretation|diagnosis|addendum|"
@@ -156,6 +170,13 @@ class Context:
             re.I,
         )
 
+    def _value_below(self) -> str | None:
+        """PRESENT or ABSENT when the next line is nothing but a checklist value."""
+        m = _VALUE_LINE.match(self.text, self.end)
+        if m is None:
+            return None
+        return ABSENT if m.group("neg") else PRESENT
+
     def gross(self, pos: int) -> bool:
         """Whether the finding at ``pos`` is a gross (naked-eye) statement."""
         return self.region == "gross" or is_gross(self.text, self.clause(pos))
@@ -182,7 +203,10 @@ class Context:
     ) -> Fact | None:
         """Record a present/absent fact (uncertain and gross ones are kept, not certain)."""
         p = pol or self.polarity(start, end)
-        certain = p != UNCERTAIN and not self.gross(start) and not self.bare(start, end)
+        bare = self.bare(start, end)
+        if bare and pol is None and (below := self._value_below()) is not None:
+            p, bare = below, False  # "Perineural Invasion\nPresent": a field, its value below
+        certain = p != UNCERTAIN and not self.gross(start) and not bare
         value = "absent" if p == ABSENT else "present" if p != UNCERTAIN else "uncertain"
         note = "gross" if self.gross(start) else ""
         return self.add(slot, key, value, start, end, target=target, certain=certain, note=note)

@@ -53,8 +53,12 @@ INVASION_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
             r"involvement|permeation|emboli|tumou?r\s+emboli)",
             r"small[\s\-]vessel(?:\s*\(\s*lymphatic\s*\))?\s*(?:invasion|involvement)",
             r"invasion\s+of\s+(?:small\s+)?lymphatic(?:s|\s+vessels|\s+channels|\s+spaces)",
+            # "no lymphatic or venous invasion": the noun is shared
+            r"lymphatic(?=\s*(?:,|or|and|nor|/)\s*(?:venous|vascular|blood\s+vessel|perineural)\s+"
+            r"(?:invasion|involvement))",
         ),
         "venous": _alt(
+            r"venous(?=\s*(?:,|or|and|nor|/)\s*(?:lymphatic|perineural)\s+(?:invasion|involvement))",
             r"venous(?:\s*\(\s*large\s+vessels?\s*\))?\s*(?:invasion|involvement|emboli|"
             r"tumou?r\s+thrombus)",
             r"large[\s\-]vessel(?:\s*\(\s*venous\s*\))?\s*(?:invasion|involvement)",
