@@ -31,6 +31,21 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    (
+        "stage_repeat",
+        "Colon, hemicolectomy: adenocarcinoma extending into pericolonic fat, pT3.\n"
+        "Summary: pT2 pN0 (tumor confined to the muscularis propria).",
+    ),
+    (
+        "grade",
+        "Clear cell renal cell carcinoma, Fuhrman grade 4.\nNuclear grade (Fuhrman): 2 of 4.",
+    ),
+    ("finding", "Adenocarcinoma.\nPerineural Invasion\nPresent\nNo perineural invasion is seen."),
+    (
+        "finding",
+        "Adenocarcinoma with focal lymphatic permeation.\n"
+        "There is no lymphatic or venous invasion.",
+    ),
     # recall classes of blind set 2's dev half, in sentences of our own
     (
         "type",
@@ -375,6 +390,17 @@ FIRES = [
 ]
 
 SILENT = [
+    # two tumours staged apart, a category a finding would give, a field name, many stagings
+    "AJCC staging (bladder): pT2 pN2.\nAJCC staging (prostate): pT3b pN0.",
+    "Lung adenocarcinoma.\nVisceral pleural involvement: Present (pT2)\nPathologic stage: pT3 N0.",
+    "Mediastinal (N2) nodes involved: none.\nPathologic stage: pT1 N0 MX.",
+    "Final TNM: pT3b N0.\nProstate.\nFinal TNM: pT2a N0.",
+    (
+        "Multiple lesions are present in the colon, one of which is an adenocarcinoma.\n"
+        "Adenocarcinoma, pT3.\nThe other lesions are tubular adenomas."
+    ),
+    "Metastasis in one node. *At the point of metastasis a lymphatic invasion must have been "
+    "present.\nLymphatic or venous invasion was not identified.",
     # populations, mimics, a subtype, a 4-tier grade, counts of parts of the tumour
     (
         "Thymoma. CD3 and CD1a are positive on the lymphocytic population.\n"

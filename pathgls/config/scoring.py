@@ -101,6 +101,7 @@ class CheckWeights:
     stage_size: float = 0.85  # a pT category its own stated size rules out
     stage_extent: float = 0.85  # a pT/FIGO category its own stated extent or depth rules out
     stage_nodes: float = 0.9  # pN against the positive node count
+    stage_repeat: float = 0.85  # one tumour given two pT (or pN) categories of different rank
     node_counts: float = 0.85  # counts that cannot add up
     node_status: float = 0.9  # nodes negative and positive
     margin: float = 0.9  # one margin involved and free

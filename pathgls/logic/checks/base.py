@@ -149,6 +149,10 @@ class CaseView:
                 continue  # "without additional focal lesion" speaks of one tumour
             if not TUMOUR_MENTION.search(text):
                 continue  # "multifocal black foci of discoloration"
+            if re.search(
+                r"\bone\s+of\s+(?:which|them|these)\s+(?:is|was|represents)\b", text, re.I
+            ):
+                continue  # "multiple lesions …, one of which is an adenocarcinoma": one cancer
             terms = [vocab.diagnosis(d.group()) for d in vocab.diagnoses.finditer(text)]
             behaviours = {t.attributes.get("behavior") for t in terms if t} - {None}
             if behaviours and not behaviours & {"malignant", "in_situ"}:

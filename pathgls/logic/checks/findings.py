@@ -487,8 +487,12 @@ def check_markers(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         if f.value in ("positive", "negative") and "partial" not in f.note
     ]
     for a, b in view.pairs(facts):
-        if a.key != b.key or a.key in _INDEX_MARKERS or _COEXPRESSION.search(
-            view.case.sentence(a.statement) + " " + view.case.sentence(b.statement)
+        if (
+            a.key != b.key
+            or a.key in _INDEX_MARKERS
+            or _COEXPRESSION.search(
+                view.case.sentence(a.statement) + " " + view.case.sentence(b.statement)
+            )
         ):
             continue  # "no co-expression of CD20 and CD5" says nothing of CD5 alone
         ma = re.search(r"method=(\w+)", a.note)

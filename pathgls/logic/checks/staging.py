@@ -201,10 +201,93 @@ def check_stage(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     same[0],
                     f"p{cat} ({organ}) needs involvement of the {' or '.join(needs[key])}",
                 )
+    yield from _restaged(view, w)
     yield from _depth(view, w)
     yield from check_depths(view, w)
     yield from _nodes(view, w)
     yield from _distant(view, w)
+
+
+def _restaged(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """One tumour given two T (or N) categories of different rank ("pT2 pN0" in the summary,
+    "pT3" in the diagnosis), both pathological, of one edition, in statements that stage one
+    tumour each; subdivisions (T3 / T3a) and unknowns (TX, Tis against nothing) agree."""
+    for axis in ("T", "N"):
+        facts = [
+            f
+            for f in view.facts("stage", kind="tumour", key=axis)
+            if "prefix=y" not in f.note
+            and "prefix=r" not in f.note
+            and re.match(rf"{axis}[0-4]", str(f.value))
+            and not _several(view, f)
+            and not _aside(view, f)
+        ]
+        if _several_staged(view, facts):
+            continue
+        for a, b in view.pairs(facts):
+            if a.statement == b.statement or view.primaries > 1:
+                continue
+            oa, ob = _organs_named(view, a), _organs_named(view, b)
+            if oa and ob and not oa & ob:
+                continue  # "AJCC staging (bladder): pT2" / "(prostate): pT3b": two tumours
+            if {a.target.part, b.target.part} & view.separate:
+                continue  # separate tumours (a multifocal one still has one pT)
+            ea, eb = (re.search(r"edition=(\d+)", f.note) for f in (a, b))
+            if ea and eb and ea.group(1) != eb.group(1):
+                continue
+            if str(a.value)[:2] != str(b.value)[:2]:
+                yield conflict(
+                    "stage_repeat",
+                    w.stage_repeat,
+                    a,
+                    b,
+                    f"the tumour is p{a.value} in one place and p{b.value} in another",
+                )
+            else:
+                yield compared("stage_repeat", a, b)
+
+
+def _several_staged(view: CaseView, facts: list[Fact]) -> bool:
+    """A report that stages several tumours: three or more categories, or one staging label
+    twice ("Final TNM: pT3b …" and, later, "Final TNM: pT2a …": two checklists)."""
+    if len({str(f.value) for f in facts}) >= 3:
+        return True
+    labels = [
+        " ".join(lab.lower().split())
+        for f in facts
+        if (lab := view.case.statement(f.statement).label) is not None
+    ]
+    texts = [view.case.sentence(f.statement).split("\n")[0].strip().lower() for f in facts]
+    return len(set(labels)) < len(labels) or len(set(texts)) < len(texts)
+
+
+def _aside(view: CaseView, f: Fact) -> bool:
+    """A category in a field's name ("Mediastinal (N2) nodes involved:") or in parentheses after
+    a finding ("Visceral pleural involvement: Present (pT2)"): what that finding would stage."""
+    s = view.case.statement(f.statement)
+    text = view.case.document.text
+    if s.label is not None and f.start < s.value_start:
+        return True
+    before = text[s.start : f.start]
+    return before.count("(") > before.count(")")
+
+
+def _organs_named(view: CaseView, f: Fact) -> frozenset[str]:
+    from pathgls.text.case.build import organs_in
+
+    return organs_in(view.case.sentence(f.statement))
+
+
+def _several(view: CaseView, f: Fact) -> bool:
+    """A statement giving one axis twice ("pT2 (largest tumor), pT1 (smallest)")."""
+    return (
+        sum(
+            1
+            for g in view.case.facts
+            if g.slot == "stage" and g.key == f.key and g.statement == f.statement
+        )
+        > 1
+    )
 
 
 def _several_t(view: CaseView, t: Fact) -> bool:

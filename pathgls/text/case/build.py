@@ -75,6 +75,11 @@ _ORGANS = (
 )
 
 
+def organs_in(text: str) -> frozenset[str]:
+    """The organs a statement names ("AJCC staging (bladder)" → {"urinary bladder"})."""
+    return frozenset(o for o, rx in _ORGANS if re.search(rf"\b(?:{rx})", text, re.I))
+
+
 def build_case(report: str | bytes | Document) -> Case:
     """The case model of a report (raw text, bytes, or an already parsed :class:`Document`)."""
     doc = report if isinstance(report, Document) else parse_document(report)

@@ -289,8 +289,10 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
             subject = Subject("population", " ".join(name.lower().split()), 0, 0)
         if subject is not None and subject.kind in ("population", "background", "tissue", "lesion"):
             explicit = subject
-        elif subject is None and carried is not None and not _TUMOUR_CELLS.search(
-            text, c.start, m.start()
+        elif (
+            subject is None
+            and carried is not None
+            and not _TUMOUR_CELLS.search(text, c.start, m.start())
         ):
             subject = carried  # not where the clause names the tumour cells themselves
         hedge = re.search(

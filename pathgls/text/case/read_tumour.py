@@ -312,6 +312,12 @@ _SYSTEM_GRADE = re.compile(
     r"(?P<d>[34]|III|IV)\b)?",
     re.I,
 )
+#: The value of a grade field: "2 of 4", "G-3", "III", "3/3".
+_VALUE_GRADE = re.compile(
+    r"\s*(?:grade\s*)?(?:G\s*-?\s*)?(?P<n>[1-4]|IV|I{1,3})(?![\d.A-Za-z])(?:\s*(?:of|/)\s*(?P<d>[34]))?"
+    r"(?!\s*(?:-|to|or|and|&)\s*\w)",
+    re.I,
+)
 _G_TOKEN = re.compile(r"(?<![A-Za-z0-9])G(?P<n>[1-3])(?![A-Za-z0-9])")
 #: "G2: moderately differentiated", "(G3)": a grade token, not a cassette "G2".
 _G_CONTEXT = re.compile(
@@ -480,6 +486,16 @@ def read_grade(ctx: Context) -> None:
         )
         if system != "gleason" and graded and not _RANGE.match(text, m.end(), ctx.end):
             add(system, int(m.group("n")), m, "G")
+    value_grade = (
+        _VALUE_GRADE.match(text, ctx.value_start, ctx.end)
+        if ctx.label is not None and "grade" in lab and "gleason" not in lab
+        else None
+    )
+    if value_grade:  # "Nuclear grade (Fuhrman): 2 of 4", "Histologic grade: III"
+        n = value_grade.group("n").upper()
+        value = int(n) if n.isdigit() else {"I": 1, "II": 2, "III": 3, "IV": 4}[n]
+        d = value_grade.group("d")
+        add(_label_system(lab) or "histologic", value, value_grade, f"of {d}" if d else "")
     for m in _DIFF.finditer(text, ctx.start, ctx.end):
         a = _DIFF_VALUE[m.group("a").lower()]
         b = _DIFF_VALUE[m.group("b").lower()] if m.group("b") else a
