@@ -31,6 +31,7 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    ("behaviour", "Diagnosis: Invasive squamous cell carcinoma. No malignancy is identified."),
     (
         "stage_repeat",
         "Colon, hemicolectomy: adenocarcinoma extending into pericolonic fat, pT3.\n"

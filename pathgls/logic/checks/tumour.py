@@ -110,15 +110,18 @@ _DIAGNOSIS_LABEL = re.compile(r"(?:final\s+)?diagnos[ie]s|interpretation|result|
 
 def _unanchored(view: CaseView, p: Fact) -> bool:
     """A part-level "no tumour" that names no subject: a bare denial line ("NO EVIDENCE OF
-    MALIGNANCY") or one under a label that names another tissue ("Prostate: No carcinoma" in a
-    cystoprostatectomy). Which specimen such a line speaks of rests on where the parser put it
-    (an unrecognised part heading moves it), so it is never set against a diagnosis."""
+    MALIGNANCY") in a report of several specimens, or one under a label that names another
+    tissue ("Prostate: No carcinoma" in a cystoprostatectomy). Which specimen such a line speaks
+    of rests on where the parser put it (an unrecognised part heading moves it), so it is never
+    set against a diagnosis."""
     s = view.case.document.statements[p.statement]
     if s.label is not None:
         return not _DIAGNOSIS_LABEL.fullmatch(s.label.strip())
     text = view.case.document.statement_text(s)
     if re.search(r"\b(?:part|specimen|container)\s+#?\w{1,3}\b", text, re.I):
         return False  # "No neoplasm is present in part A.": it says which specimen
+    if len([k for k in view.case.parts if k is not None]) < 2:
+        return False  # one specimen: the line can only be about it
     return bool(_BARE_DENIAL.match(text))
 
 
