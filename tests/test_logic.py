@@ -31,6 +31,9 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    ("size", "Squamous cell carcinoma measuring 35 mm.\nMaximum tumour diameter: 53 mm."),
+    ("size", "Adenocarcinoma, 5.2 cm.\nThe tumour measures 25 rnm in maximal dimension."),
+    ("finding", "Leiomyosarcoma with areas of necrosis.\nNo tumor cell necrosis is identified."),
     ("behaviour", "Diagnosis: Invasive squamous cell carcinoma. No malignancy is identified."),
     (
         "stage_repeat",
@@ -391,6 +394,7 @@ FIRES = [
 ]
 
 SILENT = [
+    "Invasive carcinoma with tumour necrosis. Single cell necrosis and fat cell necrosis.",
     # two tumours staged apart, a category a finding would give, a field name, many stagings
     "AJCC staging (bladder): pT2 pN2.\nAJCC staging (prostate): pT3b pN0.",
     "Lung adenocarcinoma.\nVisceral pleural involvement: Present (pT2)\nPathologic stage: pT3 N0.",

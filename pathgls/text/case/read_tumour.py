@@ -571,12 +571,13 @@ def _label_system(label: str) -> str | None:
 
 _DIMS = re.compile(
     r"(?P<d>\d{1,3}(?: ?[.,]\d{1,2})?)(?:\s*(?:cm|mm))?(?:\s*[x×X\*]\s*\d{1,3}(?: ?[.,]\d{1,2})?"
-    r"(?:\s*(?:cm|mm))?){0,2}\s*(?P<u>cm|mm|centimeters?|millimeters?|em)\b",
+    r"(?:\s*(?:cm|mm))?){0,2}\s*(?P<u>cm|mm|centimeters?|millimeters?|em|rnm)\b",
     re.I,
 )
 _SIZE_LABEL = re.compile(
     r"(?:tumou?r|lesion|mass|carcinoma|neoplasm)?\s*(?:size|dimension|greatest\s+dimension|"
-    r"maximum\s+dimension|largest\s+dimension|greatest\s+diameter|maximal\s+diameter)",
+    r"maximum\s+dimension|largest\s+dimension|greatest\s+diameter|maximal\s+diameter)|"
+    r"(?:maximum|maximal|greatest|largest)\s+(?:tumou?r|lesion)\s+(?:diameter|dimension|size)",
     re.I,
 )
 _NOT_TUMOUR_SIZE = re.compile(
@@ -680,7 +681,7 @@ def read_size(ctx: Context) -> None:
         float(x.replace(",", ".").replace(" ", ""))
         for x in re.findall(r"\d{1,3}(?: ?[.,]\d{1,2})?", m.group())
     ]  # OCR: "3 .0 cm" is 3.0 cm
-    value = max(dims) / (10.0 if unit.startswith("m") else 1.0)
+    value = max(dims) / (10.0 if unit.startswith(("m", "rn")) else 1.0)  # OCR "rnm" is "mm"
     subject = ctx.subject(m.start())
     target = Target("tumour", ctx.part)
     if subject is not None and subject.kind == "lesion" and not _is_main_type(subject.name):

@@ -167,7 +167,8 @@ _CONFINED_ORGAN = {
 FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
     {
         "necrosis": r"(?<!fat\s)(?<!fibrinoid\s)(?<!comedo\s)(?<!comedo-type\s)(?<!cell\s)"
-        r"(?<!hyaline\s)(?<!infarct-type\s)(?:(?:tumou?r|coagulative|confluent)\s+)?necrosis|"
+        r"(?<!hyaline\s)(?<!infarct-type\s)(?:(?:tumou?r(?:\s+cell)?|coagulative|confluent)\s+)?"
+        r"necrosis|"
         r"necrotic\s+(?:areas?|foci|tumou?r)",
         "geographic necrosis": r"(?:geographic|pseudo-?\s?palisading|palisading)\s+"
         r"(?:\w+\s+){0,2}?necrosis",
