@@ -31,6 +31,13 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    ("node_counts", "Regional lymph nodes: 3 positive of 12 examined.\nNodes: 5/12 involved."),
+    (
+        "margin",
+        "Adenocarcinoma.\nSurgical margins are not involved.\n"
+        "Distance to closest margin: 0 cm (carcinoma at the inked radial margin).",
+    ),
+    ("size", "Ductal carcinoma forming a mass 2.3 cm in size.\nTumor size: 5.1 cm."),
     ("size", "Squamous cell carcinoma measuring 35 mm.\nMaximum tumour diameter: 53 mm."),
     ("size", "Adenocarcinoma, 5.2 cm.\nThe tumour measures 25 rnm in maximal dimension."),
     ("finding", "Leiomyosarcoma with areas of necrosis.\nNo tumor cell necrosis is identified."),
@@ -394,6 +401,8 @@ FIRES = [
 ]
 
 SILENT = [
+    "Dimension: 1.5 cm\nPRIMARY TUMOR (pT):\npT1a: Tumor 4 cm or less in greatest dimension.",
+    "Tumor size: 3.5 cm.\nA 0.4 cm nodule lies 1.5 cm inferior to the tumor.",
     "Invasive carcinoma with tumour necrosis. Single cell necrosis and fat cell necrosis.",
     # two tumours staged apart, a category a finding would give, a field name, many stagings
     "AJCC staging (bladder): pT2 pN2.\nAJCC staging (prostate): pT3b pN0.",

@@ -135,16 +135,25 @@ class CaseView:
         out: set[str | None] = set()
         for s in self.case.document.statements:
             text = self.case.document.statement_text(s)
-            if not s.is_assertion or not any(
-                not (s.label is not None and s.start + m.start() < s.value_start)  # a field name
-                and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
-                and not _NOT_TUMOUR_AFTER.match(text, m.end())
-                and (foci or not _FOCI.fullmatch(m.group()))
-                and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
-                and not re.match(
-                    r"\d\s*(?:x|×|cm|mm|\.\d)", m.group(), re.I
-                )  # "6 x 3 x 2 cm tumor"
-                for m in _MULTI.finditer(text)
+            if (
+                not s.is_assertion
+                or not any(
+                    not (
+                        s.label is not None and s.start + m.start() < s.value_start
+                    )  # a field name
+                    and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
+                    and not _NOT_TUMOUR_AFTER.match(text, m.end())
+                    and (foci or not _FOCI.fullmatch(m.group()))
+                    and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
+                    and not re.match(
+                        r"\d\s*(?:x|×|cm|mm|\.\d)", m.group(), re.I
+                    )  # "6 x 3 x 2 cm tumor"
+                    and not re.match(
+                        r"[.,]\d|\s*(?:x|×|cm|mm)\b", text[m.end() : m.end() + 6], re.I
+                    )
+                    # "a mass 2.3 x 2.0 cm": a size, not "mass 2" of several
+                    for m in _MULTI.finditer(text)
+                )
             ):
                 continue  # "without additional focal lesion" speaks of one tumour
             if not TUMOUR_MENTION.search(text):

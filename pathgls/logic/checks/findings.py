@@ -355,6 +355,19 @@ def check_margins(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             f"margin {a.target.name or '(all)'} {a.value} ('{view.text(a)}') and "
             f"{b.value} ('{view.text(b)}')",
         )
+    # "Distance to closest margin: 0 cm" is tumour at the margin: against every margin free
+    for d in (f for f in view.facts("margin_distance", kind="margin") if float(f.value) == 0):
+        for m in facts:
+            if (
+                m.value == "free"
+                and not m.target.name
+                and d.statement != m.statement
+                and _part_match(view, d.target, m.target)
+                and re.search(r"\ball\b|margins", view.case.sentence(m.statement), re.I)
+            ):
+                yield conflict(
+                    "margin", w.margin, d, m, "0 cm to the closest margin, but the margins are free"
+                )
     distances = [f for f in view.facts("margin_distance", kind="margin") if float(f.value) > 0]
     for d in distances:
         in_situ = bool(_IN_SITU.search(view.case.sentence(d.statement)))

@@ -58,6 +58,12 @@ _OF = re.compile(
     rf"(?:\(\s*\d+\s*\)\s+)?(?:\w+\s+){{0,4}}?{_NODE}",
     re.I,
 )
+#: "15 positive of 23 examined", "2 involved / 14 examined" (in a lymph-node field).
+_POSITIVE_OF = re.compile(
+    rf"(?<![A-Za-z\d])(?P<p>{_N})\s+(?:positive|involved)\s*(?:,\s*)?(?:out\s+of|of|/)\s*"
+    rf"(?P<t>{_N})(?:\s+(?:examined|retrieved|identified|total))?",
+    re.I,
+)
 _COUNT_STATUS = re.compile(
     rf"(?<![A-Za-z\d])(?:(?:all|the)\s+)?(?P<t>{_N})\s+(?:\(\s*\d+\s*\)\s+)?(?:[\w\-]+\s+){{0,3}}?"
     rf"{_NODE}\b(?P<rest>[^.;]{{0,80}})",
@@ -250,6 +256,11 @@ def read_nodes(ctx: Context) -> None:
             continue  # "7/3" in OCR noise: more positive than examined, with no node word by it
         if t > 0:
             record(m.start(), m.end(), p, t)
+    topic_nodes = ctx.label is not None and re.search(_NODE, ctx.label_text, re.I)
+    for m in _POSITIVE_OF.finditer(text, ctx.start, ctx.end) if topic_nodes else ():
+        p, t = _count(m.group("p")), _count(m.group("t"))  # "Lymph nodes: 15 positive of 23"
+        if p is not None and t is not None:
+            record(m.start(), m.end(), p, t)
     for m in _OF.finditer(text, ctx.start, ctx.end):
         p, t = _count(m.group("p")), _count(m.group("t"))
         if p is None or t is None:
@@ -351,6 +362,12 @@ _DEPTH_OF = re.compile(
     r"(?:total\s+)?(?P<t>\d+(?:\.\d+)?)\s*(?P<tu>mm|cm)\b",
     re.I,
 )
+#: "to a maximal depth of 0.5 cm (2.0 cm total myometrial thickness)".
+_DEPTH_PAREN = re.compile(
+    r"depth\s+of\s+(?P<d>\d+(?:\.\d+)?)\s*(?P<du>mm|cm)\s*\(\s*(?:of\s+)?(?:a\s+)?(?P<t>\d+(?:\.\d+)?)"
+    r"\s*(?P<tu>mm|cm)\s+(?:total\s+)?(?:myometrial|wall)\s+thickness",
+    re.I,
+)
 _DEPTH_WALL = re.compile(
     r"depth[^:\d]{0,30}[:\s]\s*(?P<d>\d+(?:\.\d+)?)\s*(?P<du>mm|cm)\b[^.;\d]{0,40}?"
     r"(?:wall|myometri\w*)\s+thickness[^:\d]{0,10}[:\s]\s*(?P<t>\d+(?:\.\d+)?)\s*(?P<tu>mm|cm)\b",
@@ -413,7 +430,11 @@ def read_depth(ctx: Context) -> None:
         # "invades 1.2 cm into the myometrium", "maximum depth of myometrial invasion is 4.5 cm"
         value = _mm(mm.group("d") or mm.group("d2"), mm.group("du") or mm.group("du2"))
         ctx.add("depth", "myometrium_mm", value, mm.start(), mm.end(), target=target)
-    m = _DEPTH_WALL.search(text, ctx.start, ctx.end) or _DEPTH_OF.search(text, ctx.start, ctx.end)
+    m = (
+        _DEPTH_WALL.search(text, ctx.start, ctx.end)
+        or _DEPTH_PAREN.search(text, ctx.start, ctx.end)
+        or _DEPTH_OF.search(text, ctx.start, ctx.end)
+    )
     if m:
         d, t = _mm(m.group("d"), m.group("du")), _mm(m.group("t"), m.group("tu"))
         if 0 < d <= t * 1.05:

@@ -597,7 +597,8 @@ _TUMOUR_NEAR = re.compile(
 
 _SIZE_CUE = re.compile(
     r"(?:measur\w*|size\s+(?:of|is)|sized|diameter|dimension|spanning|span|\(\s*|,\s*|"
-    r"tumou?r\s+of|mass\s+of|\bis|\bwas)\s*(?:up\s+to\s+|approximately\s+|about\s+)?$",
+    r"tumou?r\s+of|mass\s+of|\bis|\bwas|(?:forming|forms)\s+an?\s+(?:[\w\-]+\s+)?(?:mass|nodule|"
+    r"tumou?r|lesion))\s*(?:up\s+to\s+|approximately\s+|about\s+)?$",
     re.I,
 )
 _NOT_SIZE_NEAR = re.compile(
@@ -641,6 +642,8 @@ def read_size(ctx: Context) -> None:
             continue
         if _NOT_SIZE_NEAR.search(near[-35:]) or re.match(
             r"\s*(?:\)\s*)?(?:from|to|away|of\s+(?:the\s+)?margin|in\s+(?:length|depth|thickness)|deep|"
+            r"(?:inferior|superior|anterior|posterior|lateral|medial|distal|proximal|adjacent)\s+(?:to|from)|"
+            r"or\s+(?:less|more|greater|smaller)|"
             r"thick|long|wide|(?:invasion\s+|invasive\s+|of\s+)?(?:depth|thickness))",
             after,
             re.I,
@@ -665,6 +668,7 @@ def read_size(ctx: Context) -> None:
         gap = text[subject.end : m.start()]
         if len(gap) > 80 or not (
             _SIZE_CUE.search(gap)
+            or (not gap.strip() and re.search(r"(?:mass|nodule|tumou?r|lesion)$", subject.name))
             or re.match(
                 r"\s*(?:in\s+)?(?:greatest|maximum|maximal|largest)\s+(?:dimension|diameter)",
                 after,
