@@ -31,6 +31,12 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    ("marker", "Adenocarcinoma positive for AMACR and CK7, negative for P504S (racemase)."),
+    (
+        "marker",
+        "Thymoma. CD1a is positive on the tumoral lymphocytic proliferation.\n"
+        "The lymphocytes are CD1a-negative.",
+    ),
     ("node_counts", "Regional lymph nodes: 3 positive of 12 examined.\nNodes: 5/12 involved."),
     (
         "margin",

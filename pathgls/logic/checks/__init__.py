@@ -7,8 +7,8 @@ against depth, pM0 against a distant metastasis), ``nodes`` (counts, station sum
 denied), ``amount`` (two Ki-67 indices or shares of the specimen involved that cannot agree).
 A check fires only when both facts are certainly about the same target
 (:class:`~pathgls.logic.checks.base.CaseView`); what it compared without a conflict is reported
-too, so every comparison is a scored pair. A finding, margin, marker, amount or side is never
-set against another fact of the same sentence.
+too, so every comparison is a scored pair. A finding, margin, amount or side is never set
+against another fact of the same sentence.
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ CHECKS: MappingProxyType[str, Check] = MappingProxyType(
 )
 
 
-#: Checks of things one sentence never affirms and denies at once (a finding, a margin, a
-#: marker, an amount, a side): two such facts of one sentence are a misreading. Stage, counts and
-#: grades are compared within a sentence too ("invading the muscularis propria, pT1", "5 of 3
-#: lymph nodes", "glioblastoma, WHO grade II").
-_NOT_IN_ONE_STATEMENT = frozenset({"finding", "margin", "marker", "amount", "side", "site"})
+#: Checks of things one sentence never affirms and denies at once (a finding, a margin, an
+#: amount, a side): two such facts of one sentence are a misreading. Stage, counts, grades and
+#: markers are compared within a sentence too ("invading the muscularis propria, pT1", "5 of 3
+#: lymph nodes", "glioblastoma, WHO grade II", "positive for AMACR, negative for P504S").
+_NOT_IN_ONE_STATEMENT = frozenset({"finding", "margin", "amount", "side", "site"})
 
 
 def _one_statement(c: Comparison) -> bool:

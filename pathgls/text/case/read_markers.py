@@ -102,6 +102,12 @@ _POPULATION_AFTER = re.compile(
     r"(?:positive\s+)?control)\s*\)",
     re.I,
 )
+#: Names of the lymphoid population ("lymphocytic", "lymphoid cells", "the lymphocytes").
+_LYMPHOID = re.compile(
+    r"(?:tumou?ral\s+)?(?:lymphocytes?|lymphocytic|lymphoid)(?:\s+(?:cells?|population|"
+    r"proliferation|component|infiltrate))?",
+    re.I,
+)
 _TUMOUR_CELLS = re.compile(
     r"\b(?:neoplastic|tumou?r|malignant|carcinoma|lesional)\s+(?:epithelial\s+)?cells\b", re.I
 )
@@ -313,6 +319,8 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         target = ctx.target(subject, "tumour")
         if target.kind == "tissue" and subject is not None and subject.kind == "tissue":
             target = Target("population", ctx.part, subject.name)
+        if target.kind == "population" and _LYMPHOID.fullmatch(target.name):
+            target = Target("population", target.part, "lymphocytes")  # one population, named so
         partial = _SUBPOPULATION.search(text, c.start, c.end)
         note = " ".join(
             x
