@@ -31,6 +31,12 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    ("grade", "Prostatic adenocarcinoma, Gleason score 8 (4+4).\nGleason 's score :5 + 3 = 8/10"),
+    (
+        "behaviour",
+        "Urothelial carcinoma.\nThe tumour is non-invasive, confined to the urothelium.\n"
+        "Lymphovascular invasion: present.",
+    ),
     ("marker", "Adenocarcinoma positive for AMACR and CK7, negative for P504S (racemase)."),
     (
         "marker",
@@ -407,6 +413,12 @@ FIRES = [
 ]
 
 SILENT = [
+    "Endometrioid carcinoma, pT1a.\nLymphvascular space invasion by tumor is absent.",
+    (
+        "FINAL DIAGNOSIS:\nA. GALLBLADDER, CHOLECYSTECTOMY: ADENOCARCINOMA.\n"
+        "B. BILE DUCT MARGIN, EXCISION: NEGATIVE FOR CARCINOMA.\nMICROSCOPIC:\n"
+        "Perineural invasion: present.\nInvasive carcinoma is not identified."
+    ),
     "Dimension: 1.5 cm\nPRIMARY TUMOR (pT):\npT1a: Tumor 4 cm or less in greatest dimension.",
     "Tumor size: 3.5 cm.\nA 0.4 cm nodule lies 1.5 cm inferior to the tumor.",
     "Invasive carcinoma with tumour necrosis. Single cell necrosis and fat cell necrosis.",

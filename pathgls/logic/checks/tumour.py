@@ -74,6 +74,12 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         return
     invasive = [f for f in dx if f.key == "invasive" and f.value in ("malignant", "present")]
     invasive += [f for f in view.facts("extent", kind="tumour") if f.value == "present"]
+    # vessels or nerves invaded: only an invasive tumour does that
+    invasive += [
+        f
+        for f in view.facts("invasion", kind="tumour")
+        if f.value == "present" and f.key in ("lymphovascular", "lymphatic", "venous", "perineural")
+    ]
     # pT1-pT4 stage an invasive tumour (Tis and Ta do not)
     invasive += [
         f
@@ -84,6 +90,10 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for b in invasive:
             if b.slot == "stage" and _item_of_another_part(view, a):
                 continue
+            if b.slot == "invasion" and (
+                a.target.part != b.target.part or _bare_invasion_denial(view, a)
+            ):
+                continue  # vessel invasion of the part's tumour, a denial elsewhere
             if (
                 a.target.part is not None
                 and a.target.part not in view.tumour_parts
@@ -123,6 +133,22 @@ def _unanchored(view: CaseView, p: Fact) -> bool:
     if len([k for k in view.case.parts if k is not None]) < 2:
         return False  # one specimen: the line can only be about it
     return bool(_BARE_DENIAL.match(text))
+
+
+def _bare_invasion_denial(view: CaseView, f: Fact) -> bool:
+    """ "Invasive carcinoma is not identified." in a report of several specimens: which one it
+    speaks of is where the parser put it."""
+    if len([k for k in view.case.parts if k is not None]) < 2:
+        return False
+    text = view.case.sentence(f.statement)
+    return bool(
+        re.match(
+            r"[\W\d_]*(?:no\b|not\b|negative\b|invasive\s+(?:carcinoma|tumou?r|malignancy|neoplasm)"
+            r"\s+(?:is|was)\s+not\b)",
+            text,
+            re.I,
+        )
+    )
 
 
 def _item_of_another_part(view: CaseView, f: Fact) -> bool:

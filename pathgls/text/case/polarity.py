@@ -30,7 +30,8 @@ _PRE_NEG = re.compile(
     re.I,
 )
 _POST_NEG = re.compile(
-    r"^(?:[\s,:;=\-]|\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
+    r"^(?:[\s,:;=\-]|\bby\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\b|"
+    r"\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
     r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
     r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
     r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"

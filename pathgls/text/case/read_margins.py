@@ -26,7 +26,7 @@ _INVOLVED = re.compile(
     re.I,
 )
 _FREE = re.compile(
-    r"(?<![A-Za-z])(?:negative|free|clear|uninvolved|not\s+involved|no\s+(?:tumou?r|"
+    r"(?<![A-Za-z])(?:negative|(?:tumou?r\s*-\s*)?free|clear|uninvolved|not\s+involved|no\s+(?:tumou?r|"
     r"carcinoma|malignancy|neoplasm)|widely\s+free|close)(?![A-Za-z])",
     re.I,
 )

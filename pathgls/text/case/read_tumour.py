@@ -290,7 +290,7 @@ def _num(s: str) -> int:
 
 
 _GLEASON = re.compile(
-    r"gleason(?:'?s)?\s*(?:score|grade|sum|pattern)?\s*(?:is|of|[:=])?\s*(?:(?P<s>\d{1,2})\s*"
+    r"gleason(?:\s?'\s?s)?\s*(?:score|grade|sum|pattern)?\s*(?:is|of|[:=])?\s*(?:(?P<s>\d{1,2})\s*"
     r"[\(\[]\s*(?P<a>[1-5])\s*\+\s*(?P<b>[1-5])\s*[\)\]]|(?P<a2>[1-5])\s*\+\s*(?P<b2>[1-5])"
     r"(?:\s*(?:\+\s*[1-5]\s*)?(?:=|equals?|for\s+a\s+(?:total\s+)?(?:score\s+)?of)\s*"
     r"(?P<s2>\d{1,2}))?|(?P<s3>\d{1,2})(?!\s*[+%]))",
