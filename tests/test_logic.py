@@ -31,6 +31,11 @@ def fired(text: str) -> list[str]:
 
 # (rule, text): one contradiction each; the rule names are those of the comparisons
 FIRES = [
+    (
+        "grade",
+        "Prostatic adenocarcinoma, Gleason 4 + 3 (score 7), involving both right and left "
+        "lobes.\nGleason: Grade Group 2.",
+    ),
     ("grade", "Prostatic adenocarcinoma, Gleason score 8 (4+4).\nGleason 's score :5 + 3 = 8/10"),
     (
         "behaviour",

@@ -116,7 +116,8 @@ _GENERAL = re.compile(
     r"(?:test|assay)\s+(?:was|is|has)|has\s+not\s+been\s+cleared|fda|according\s+to|is\s+defined"
     r"\s+as|are\s+defined\s+as|literature|in\s+general|typically|usually|often|is\s+known\s+to|"
     r"are\s+known\s+to|reference\s+range|performance\s+characteristics|clia|interpreted\s+only|"
-    r"sensitivity\s+of|specificity\s+of|guidelines?|sometimes|in\s+most|most\s+(?:tumou?rs|cases)|"
+    r"sensitivity\s+of|specificity\s+of|guidelines?|sometimes|in\s+most\s+(?:cases|tumou?rs|"
+    r"patients|series|instances|studies)|most\s+(?:tumou?rs|cases)|"
     r"generally|can\s+(?:retract|mimic|cause|"
     r"lead|result|be\s+seen|occur)|occasionally|protocol\s+for\s+(?:the\s+)?examination|"
     r"based\s+on\s+ajcc|ajcc/uicc|tnm,?\s+\d+(?:th|st|nd|rd)\s+edition|classification\s+should)\b",

@@ -584,7 +584,10 @@ def _gleason_elsewhere(view: CaseView, a: Fact, b: Fact) -> bool:
         sentence = view.case.sentence(f.statement)
         if _GLEASON_PART.search(sentence):
             return True
-        sites.append(frozenset(m.group().lower() for m in _PROSTATE_SITE.finditer(sentence)))
+        words = {m.group().lower() for m in _PROSTATE_SITE.finditer(sentence)}
+        if re.search(r"\bleft\b", sentence, re.I) and re.search(r"\bright\b", sentence, re.I):
+            words = {w for w in words if not re.match(r"(?:left|right)\b", w)}  # "both lobes"
+        sites.append(frozenset(words))
     return sites[0] != sites[1]
 
 
