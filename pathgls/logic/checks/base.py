@@ -84,6 +84,9 @@ class CaseView:
         self.case = case
         tumour_parts = [k for k, p in case.parts.items() if k is not None and p.main is not None]
         self.only_part = tumour_parts[0] if len(tumour_parts) == 1 else None
+        parts = [k for k in case.parts if k is not None]
+        if not tumour_parts and len(parts) == 1:
+            self.only_part = parts[0]  # one specimen: the case's tumour is in it
         self.n_tumour_parts = len(tumour_parts)
         self.tumour_parts = frozenset(tumour_parts)
         mains = [case.parts[k].main for k in tumour_parts]
