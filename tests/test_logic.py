@@ -418,6 +418,10 @@ FIRES = [
 ]
 
 SILENT = [
+    (
+        "Dedifferentiated liposarcoma with well-differentiated liposarcoma component. The tumor "
+        "consists of high-grade sarcoma."
+    ),
     "Endometrioid carcinoma, pT1a.\nLymphvascular space invasion by tumor is absent.",
     (
         "FINAL DIAGNOSIS:\nA. GALLBLADDER, CHOLECYSTECTOMY: ADENOCARCINOMA.\n"

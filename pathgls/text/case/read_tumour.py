@@ -312,6 +312,9 @@ _SYSTEM_GRADE = re.compile(
     r"(?P<d>[34]|III|IV)\b)?",
     re.I,
 )
+_COMPONENT_AFTER = re.compile(
+    r"(?:[\s\-]+[A-Za-z]+){0,2}?\s+(?:components?|areas?|foci|elements?|regions?)\b", re.I
+)
 #: The value of a grade field: "2 of 4", "G-3", "III", "3/3".
 _VALUE_GRADE = re.compile(
     r"\s*(?:grade\s*)?(?:G\s*-?\s*)?(?P<n>[1-4]|IV|I{1,3})(?![\d.A-Za-z])(?:\s*(?:of|/)\s*(?P<d>[34]))?"
@@ -497,6 +500,8 @@ def read_grade(ctx: Context) -> None:
         d = value_grade.group("d")
         add(_label_system(lab) or "histologic", value, value_grade, f"of {d}" if d else "")
     for m in _DIFF.finditer(text, ctx.start, ctx.end):
+        if _COMPONENT_AFTER.match(text, m.end(), ctx.end):
+            continue  # "with a well-differentiated liposarcoma component": a part, not the grade
         a = _DIFF_VALUE[m.group("a").lower()]
         b = _DIFF_VALUE[m.group("b").lower()] if m.group("b") else a
         add("differentiation", (min(a, b), max(a, b)), m)
