@@ -1,0 +1,71 @@
+"""The blind Logic contradiction sets (benchmarks/data/logic_blind*.jsonl) are well formed.
+
+Their design is what makes the benchmark honest: every contradiction has one look-alike control
+in its group, a group never straddles the dev/test split, each class is split evenly, and every
+item still applies to the unedited report it was written on (the stored hash of the replaced
+span matches the shared text).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+sys.path.insert(0, str(DATA))
+
+import blind_items  # noqa: E402  (benchmarks/data/blind_items.py)
+
+FIELDS = {"id", "source", "base_id", "organ", "class", "kind", "group", "at", "sha", "insert"}
+CLASSES = {
+    "behaviour",
+    "nodes",
+    "margins",
+    "grade",
+    "stage",
+    "ihc",
+    "polarity",
+    "laterality",
+    "type",
+    "numbers",
+}
+
+
+@pytest.mark.parametrize("name", sorted(blind_items.SETS))
+def test_a_blind_set_is_paired_and_split_evenly(name: str) -> None:
+    items = blind_items.load(name)
+    assert len(items) == 480
+    assert len({it["id"] for it in items}) == len(items)
+    for it in items:
+        assert set(it) >= FIELDS, it["id"]
+        assert it["class"] in CLASSES and it["kind"] in ("contradiction", "control")
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for it in items:
+        groups[it["group"]].append(it)
+    for members in groups.values():
+        assert sorted(m["kind"] for m in members) == ["contradiction", "control"]
+        assert len({m["split"] for m in members}) == 1
+        assert len({m["class"] for m in members}) == 1
+    per = Counter((it["split"], it["class"], it["kind"]) for it in items)
+    assert set(per.values()) == {12}
+    assert len(per) == 2 * len(CLASSES) * 2
+
+
+def test_the_two_sets_share_no_tcga_base_report() -> None:
+    first, second = (
+        {it["base_id"] for it in blind_items.load(n) if it["source"] == "tcga"} for n in ("1", "2")
+    )
+    assert first and second and not first & second
+
+
+@pytest.mark.parametrize("name", sorted(blind_items.SETS))
+def test_every_item_applies_to_its_shared_base_text(name: str, shared_data: Path) -> None:
+    texts = blind_items.base_texts(shared_data)
+    for it in blind_items.load(name):
+        base, edited = blind_items.apply(it, texts)
+        assert edited != base
+        a, b = it["against"]
+        assert 0 <= a < b <= len(edited), it["id"]
