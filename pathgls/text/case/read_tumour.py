@@ -168,8 +168,6 @@ def read_type(ctx: Context) -> None:
             concept = _RCC_SUBTYPES.get(word, concept)
         of_type = _OF_TYPE.match(text, m.end(), min(ctx.end, m.end() + 40))
         if of_type:  # "endometrial adenocarcinoma of the endometrioid type"
-            from pathgls.text.case.build import compatible_types
-
             named = next(
                 (
                     t
@@ -178,7 +176,7 @@ def read_type(ctx: Context) -> None:
                 ),
                 None,
             )
-            if named is not None and compatible_types(named.concept, concept):
+            if named is not None and _subtype_of(named.concept, concept):
                 concept = named.concept  # a subtype of what the line names
         mixed = any(_names_a_mix(ctx, x) for x in _MIXED.finditer(text, ctx.start, ctx.end))
         target = Target("tumour", ctx.part)
@@ -199,6 +197,13 @@ def read_type(ctx: Context) -> None:
         ctx.add("type", "", concept, m.start(), m.end(), target=target, note=note)
         key = "invasive" if term.attributes.get("invasive") == "yes" else ""
         ctx.add("behaviour", key, behaviour, m.start(), m.end(), target=target, note=note)
+
+
+def _subtype_of(sub: str, concept: str) -> bool:
+    """Whether diagnosis ``sub`` is ``concept`` or one of its subtypes (histotype families)."""
+    vocab = vocabulary()
+    fs, fc = vocab.family(sub), vocab.family(concept)
+    return fs is not None and fc is not None and (fs == fc or fs.startswith(fc + "/"))
 
 
 _METASTATIC = re.compile(r"metastatic\s+$", re.I)
