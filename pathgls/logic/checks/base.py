@@ -54,6 +54,8 @@ _SAMPLE_REF = re.compile(
     re.I,
 )
 _SIDE_WORD = re.compile(r"\b(?:left|right|bilateral)\b", re.I)
+#: A number that continues into a size ("mass 2.3 x 2.0 cm"): not "mass 2" of several.
+_SIZE_AFTER = re.compile(r"[.,]\d|\s*(?:x|×|cm|mm)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -138,25 +140,17 @@ class CaseView:
         out: set[str | None] = set()
         for s in self.case.document.statements:
             text = self.case.document.statement_text(s)
-            if (
-                not s.is_assertion
-                or not any(
-                    not (
-                        s.label is not None and s.start + m.start() < s.value_start
-                    )  # a field name
-                    and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
-                    and not _NOT_TUMOUR_AFTER.match(text, m.end())
-                    and (foci or not _FOCI.fullmatch(m.group()))
-                    and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
-                    and not re.match(
-                        r"\d\s*(?:x|×|cm|mm|\.\d)", m.group(), re.I
-                    )  # "6 x 3 x 2 cm tumor"
-                    and not re.match(
-                        r"[.,]\d|\s*(?:x|×|cm|mm)\b", text[m.end() : m.end() + 6], re.I
-                    )
-                    # "a mass 2.3 x 2.0 cm": a size, not "mass 2" of several
-                    for m in _MULTI.finditer(text)
-                )
+            if not s.is_assertion or not any(
+                not (s.label is not None and s.start + m.start() < s.value_start)  # a field name
+                and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
+                and not _NOT_TUMOUR_AFTER.match(text, m.end())
+                and (foci or not _FOCI.fullmatch(m.group()))
+                and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())
+                and not re.match(
+                    r"\d\s*(?:x|×|cm|mm|\.\d)", m.group(), re.I
+                )  # "6 x 3 x 2 cm tumor"
+                and not _SIZE_AFTER.match(text, m.end(), m.end() + 6)  # "a mass 2.3 x 2 cm"
+                for m in _MULTI.finditer(text)
             ):
                 continue  # "without additional focal lesion" speaks of one tumour
             if not TUMOUR_MENTION.search(text):
@@ -285,7 +279,7 @@ class CaseView:
 
     def other_sample(self, a: Fact, b: Fact) -> bool:
         """Whether two facts may be about different samples of their target: a statement naming
-        a block, slide or specimen the other does not ("In specimen D, the tumour is devoid of
+        a block, specimen or part the other does not ("In specimen D, the tumour is devoid of
         necrosis"; "Block A2: methylated MGMT" / "Block A3: no methylated MGMT"), or two node,
         margin or tissue statements naming different sides ("(Lymph nodes, left side): …")."""
         (sa, da), (sb, db) = self._samples[a.statement], self._samples[b.statement]
