@@ -1087,3 +1087,19 @@ def test_a_benign_diagnosis_and_no_malignancy_are_a_checked_pair() -> None:
     checked = run_checks(build_case(text))
     assert [c.rule for c in checked] == ["behaviour"] and not checked[0].conflict
     assert logic_score(report=text, nli=RulesNLI()).value > 0.9
+
+
+def test_a_report_repeated_many_times_is_read_once_per_distinct_statement() -> None:
+    from pathgls.text.case import build_case
+    from pathgls.text.case.build import MANY_STATEMENTS
+
+    unit = "Invasive ductal carcinoma, 2.1 cm. Lymphovascular invasion is present. "
+    once = build_case(unit)
+    copies = MANY_STATEMENTS // 2 + 10  # two statements a copy: past the threshold
+    text = unit * copies + "No lymphovascular invasion is identified."
+    case = build_case(text)
+    assert len(case.facts) == len(once.facts) + 1  # each distinct statement read once
+    assert any("repeated statements read once" in n for n in case.notes)
+    assert "finding" in fired(text)  # the contradiction with the last line still fires
+    # an ordinary report is read in full: nothing is dropped below the threshold
+    assert len(build_case(unit * 3).facts) == 3 * len(once.facts)

@@ -80,6 +80,10 @@ def organs_in(text: str) -> frozenset[str]:
     return frozenset(o for o, rx in _ORGANS if re.search(rf"\b(?:{rx})", text, re.I))
 
 
+#: Above this many statements, a statement repeated word for word is read once.
+MANY_STATEMENTS = 600
+
+
 def build_case(report: str | bytes | Document) -> Case:
     """The case model of a report (raw text, bytes, or an already parsed :class:`Document`)."""
     doc = report if isinstance(report, Document) else parse_document(report)
@@ -87,6 +91,11 @@ def build_case(report: str | bytes | Document) -> Case:
     topic = ""
     population: Subject | None = None
     last_block_end = -1
+    # a very long report (pasted twice, a template repeated): each distinct statement read once,
+    # so the checks stay near-linear; ordinary reports (a few hundred statements) read all
+    dedupe = len(doc.statements) > MANY_STATEMENTS
+    seen: set[str] = set()
+    repeated = 0
     titles = {k: p.title for k, p in doc.parts.items()}
     organ = _text_organ(doc)
     for s in doc.statements:
@@ -95,6 +104,12 @@ def build_case(report: str | bytes | Document) -> Case:
         last_block_end = s.end
         if not s.is_assertion:
             continue
+        if dedupe:
+            said = " ".join(doc.statement_text(s).lower().split())
+            if said in seen:
+                repeated += 1
+                continue  # read once: a repeat adds no fact, only pairs to compare
+            seen.add(said)
         ctx = Context.of(doc.text, s, topic=topic, has_parts=bool(doc.parts), part_titles=titles)
         if s.region == "gross" and _synoptic_field(ctx):
             moved = dataclasses.replace(s, region="synoptic")
@@ -113,6 +128,11 @@ def build_case(report: str | bytes | Document) -> Case:
         topic = _topic(ctx, topic)
     case.facts.extend(read_titles(doc))
     _resolve(case)
+    if repeated:
+        case.notes.append(
+            f"{repeated} repeated statements read once (a report of {len(doc.statements)} "
+            "statements)"
+        )
     return case
 
 
