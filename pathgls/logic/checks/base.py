@@ -90,6 +90,8 @@ class CaseView:
         if not tumour_parts and len(parts) == 1:
             self.only_part = parts[0]  # one specimen: the case's tumour is in it
         self.n_tumour_parts = len(tumour_parts)
+        #: Whether the report has several specimen parts (a line's part is then a parser's guess).
+        self.several_parts = len(parts) > 1
         self.tumour_parts = frozenset(tumour_parts)
         mains = [case.parts[k].main for k in tumour_parts]
         from pathgls.text.case import compatible_types

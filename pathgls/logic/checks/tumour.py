@@ -114,6 +114,10 @@ def check_behaviour(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 _BARE_DENIAL = re.compile(
     r"[\W\d_]*(?:no|not|negative|free|without|absence|there\s+is\s+no)\b", re.I
 )
+#: "Invasive carcinoma is not identified.": a denial whose only subject is what it denies.
+_INVASIVE_NOT = re.compile(
+    r"[\W\d_]*invasive\s+(?:carcinoma|tumou?r|malignancy|neoplasm)\s+(?:is|was)\s+not\b", re.I
+)
 #: Labels of a checklist line whose value is the part's own diagnosis.
 _DIAGNOSIS_LABEL = re.compile(r"(?:final\s+)?diagnos[ie]s|interpretation|result|impression", re.I)
 
@@ -130,7 +134,7 @@ def _unanchored(view: CaseView, p: Fact) -> bool:
     text = view.case.document.statement_text(s)
     if re.search(r"\b(?:part|specimen|container)\s+#?\w{1,3}\b", text, re.I):
         return False  # "No neoplasm is present in part A.": it says which specimen
-    if len([k for k in view.case.parts if k is not None]) < 2:
+    if not view.several_parts:
         return False  # one specimen: the line can only be about it
     return bool(_BARE_DENIAL.match(text))
 
@@ -138,17 +142,10 @@ def _unanchored(view: CaseView, p: Fact) -> bool:
 def _bare_invasion_denial(view: CaseView, f: Fact) -> bool:
     """ "Invasive carcinoma is not identified." in a report of several specimens: which one it
     speaks of is where the parser put it."""
-    if len([k for k in view.case.parts if k is not None]) < 2:
+    if not view.several_parts:
         return False
     text = view.case.sentence(f.statement)
-    return bool(
-        re.match(
-            r"[\W\d_]*(?:no\b|not\b|negative\b|invasive\s+(?:carcinoma|tumou?r|malignancy|neoplasm)"
-            r"\s+(?:is|was)\s+not\b)",
-            text,
-            re.I,
-        )
-    )
+    return bool(_BARE_DENIAL.match(text) or _INVASIVE_NOT.match(text))
 
 
 def _item_of_another_part(view: CaseView, f: Fact) -> bool:
