@@ -77,7 +77,7 @@ _ORGANS = (
 
 def organs_in(text: str) -> frozenset[str]:
     """The organs a statement names ("AJCC staging (bladder)" → {"urinary bladder"})."""
-    return frozenset(o for o, rx in _ORGANS if re.search(rf"\b(?:{rx})", text, re.I))
+    return frozenset(o for o, rx in _ORGAN_RX if rx.search(text))
 
 
 #: Above this many statements, a statement repeated word for word is read once.
