@@ -14,6 +14,7 @@ class: ``dev`` is the half Logic was tuned on, ``test`` the untouched half, repo
 Usage (writes a set's file from the helpers' raw files; run once per set):
     python benchmarks/data/blind_items.py --raw /work/blind/ba.jsonl /work/blind/bb.jsonl
     python benchmarks/data/blind_items.py --set 2 --raw /work/blind2/b[c-f].jsonl
+    python benchmarks/data/blind_items.py --set 3 --raw /work/blind3/b[g-j].jsonl
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ ROOT = HERE.parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 #: The blind sets: name → (file, the salt that split it). Set 2 was written later, by four
 #: other helpers, on held-out (odd) TCGA rows no item of set 1 uses, and split on arrival.
+#: Set 3 (a third round, four more helpers) uses rows i % 4 == 3 that sets 1 and 2 leave free.
 SETS = {
     "1": (HERE / "logic_blind.jsonl", "pathgls-logic-blind-2026-11-26"),
     "2": (HERE / "logic_blind2.jsonl", "pathgls-logic-blind2-2026-11-26-second-set"),
+    "3": (HERE / "logic_blind3.jsonl", "pathgls-logic-blind3-2026-11-26-third-set"),
 }
 OUT, SALT = SETS["1"]
 
