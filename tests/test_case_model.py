@@ -319,3 +319,43 @@ def test_a_denied_component_or_a_tumours_own_name_is_no_mix() -> None:
         "mixed"
         in notes("Diagnosis: adenocarcinoma with a neuroendocrine component.")["adenocarcinoma"]
     )
+
+
+def test_lymph_node_metastasis_named_as_such_is_a_node_status() -> None:
+    def status(text: str) -> list[str]:
+        return [v for _, slot, _, v in facts(text, "node_status") if slot == "node_status"]
+
+    assert status("Adenocarcinoma of the colon. Lymph node metastases (3., 6.).") == ["positive"]
+    assert status("Adenocarcinoma of the colon.\nNodal metastasis: present.") == ["positive"]
+    assert set(status("Adenocarcinoma. No evidence for lymph node metastases.")) == {"negative"}
+    assert set(status("Adenocarcinoma.\nNodal metastases: not identified.")) == {"negative"}
+    # a count, a property of the metastasis, a category's definition: no status of their own
+    assert status("Adenocarcinoma.\nLymph node metastases: 2") == []
+    assert status("Extracapsular spread of N1 lymph node metastases: not applicable") == []
+    assert status("Extracapsular extension of lymph node metastasis is identified.") == []
+    assert (
+        status(
+            "The tumor is classified as peritoneal metastasis beyond the pelvis or regional lymph "
+            "node metastasis (T3c)."
+        )
+        == []
+    )
+
+
+def test_a_new_there_is_clause_leaves_the_margin_subject_behind() -> None:
+    got = facts(
+        "Adenocarcinoma of lung. The surgical margins were uninvolved by tumor and there was no "
+        "evidence of lymphatic or venous invasion."
+    )
+    assert ("case · tumour", "invasion", "lymphatic", "absent") in got
+    assert ("case · tumour", "invasion", "venous", "absent") in got
+    assert ("case · margin", "margin", "", "free") in got
+
+
+def test_a_station_from_a_part_title_drops_the_procedure_and_the_part_letter() -> None:
+    from pathgls.text.case.subjects import clean_name
+
+    assert clean_name("Left pelvic lymphadenectomy K", station=True) == "left pelvic"
+    assert clean_name("right obturator excision", station=True) == "right obturator"
+    assert clean_name("Left pelvic lymphadenectomy K") == "left pelvic lymphadenectomy k"
+    assert clean_name("para-aortic", station=True) == "para aortic"

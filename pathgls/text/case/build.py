@@ -303,7 +303,7 @@ def _retarget(case: Case, f: Fact) -> Fact:
         and not labelled
         and _NODE_TITLE.search(p.title)
     ):
-        station = clean_name(_NODE_TITLE.sub(" ", p.title))
+        station = clean_name(_NODE_TITLE.sub(" ", p.title), station=True)
         return dataclasses.replace(f, target=Target("nodes", f.target.part, station))
     return f
 

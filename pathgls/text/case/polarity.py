@@ -19,13 +19,13 @@ PRESENT, ABSENT, UNCERTAIN = "present", "absent", "uncertain"
 
 _CLAUSE_BREAK = re.compile(
     r";|\.\s+(?=[A-Z])|\s(?:but|however|whereas|while|although|though|except|yet)\b|,\s+(?:but|"
-    r"however|while|whereas)\b|\s-\s",
+    r"however|while|whereas)\b|\s-\s|,?\s+and\s+(?=there\s+(?:is|are|was|were)\b)",
     re.I,
 )
 _PRE_NEG = re.compile(
     r"(?<![A-Za-z])(?:no|not|(?:does|do|did)\s?n[o']?t|without|negative\s+for|free\s+of|free\s+from|absence\s+of|absent|"
     r"lack\s+of|lacks|lacking|devoid\s+of|neither|nor|none\s+of|never|cannot\s+identify|"
-    r"no\s+evidence\s+of|no\s+residual|rules?\s+out|ruled\s+out|excludes?|(?:un|not\s+)involved"
+    r"no\s+evidence\s+(?:of|for)|no\s+residual|rules?\s+out|ruled\s+out|excludes?|(?:un|not\s+)involved"
     r"\s+by|clear\s+of|(?:is|are|was|were)\s+negative\s+for)(?![A-Za-z])",
     re.I,
 )
@@ -77,7 +77,7 @@ _GROSS = re.compile(
 )
 #: Words a denial may skip to reach the finding it denies ("no *definite evidence of* LVI").
 _FILLER = re.compile(
-    r"^(?:[\s,/]|\b(?:(?:evidence|presence|foci|focus|areas?|signs?|features?|zones?)\s+of|"
+    r"^(?:[\s,/]|\b(?:(?:evidence|presence|foci|focus|areas?|signs?|features?|zones?)\s+(?:of|for)|"
     r"and|or|nor|any|for|the|a|an|identifiable|obvious|significant|apparent|histologic|"
     r"histological|microscopic|morphologic|other|further|additional|associated|tumou?r|"
     r"carcinoma|malignant|invasive|definite|definitive|convincing|unequivocal|is|are|was|were|"

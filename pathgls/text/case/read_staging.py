@@ -187,6 +187,7 @@ def read_nodes(ctx: Context) -> None:
     node_context = (
         bool(re.search(_NODE, text[ctx.start : ctx.end], re.I))
         or ctx.topic == "nodes"
+        or bool(_NODAL_METASTASIS.search(text, ctx.start, ctx.end))
         or bool(
             re.search(
                 r"\bp?N[0-3][a-c]?\s*\(\s*\d{1,3}\s*/\s*\d{1,3}\s*\)", text[ctx.start : ctx.end]
@@ -344,7 +345,66 @@ def read_nodes(ctx: Context) -> None:
                 certain=ctx.region != "gross",
                 note="status",
             )
-    _ = ABSENT
+            seen.append((pos, pos + len(m.group())))
+    _nodal_metastasis(ctx, seen)
+
+
+#: "lymph node metastases (3., 6.)", "nodal metastasis: absent", "no lymph node metastasis".
+_NODAL_METASTASIS = re.compile(
+    r"(?<![A-Za-z])(?:lymph[\s\-]*nod(?:es?|al)|nodal)[\s\-]+metasta(?:sis|ses|tic\s+disease)\b", re.I
+)
+
+
+_COUNT_AFTER = re.compile(
+    rf"\s*[:=]?\s*\(?\s*(?:\d+|{_N})\s*(?:/|of\b|out\b|positive|lymph|nodes?\b|\)|$)", re.I
+)
+#: "extracapsular extension of lymph node metastasis": a property of the metastasis.
+_PROPERTY_OF = re.compile(
+    r"\b(?:spread|extension|size|diameter|dimension|focus|foci|number|count|site|extent)\s+of\s+"
+    r"(?:the\s+)?(?:\w+\s+)?$",
+    re.I,
+)
+
+
+#: "classified as … or regional lymph node metastasis (T3c)": a category's definition.
+_CATEGORY_TEXT = re.compile(r"\bor\s+(?:\w+\s+){0,2}$|\bclassified\s+as\b", re.I)
+
+
+def _nodal_metastasis(ctx: Context, seen: list[tuple[int, int]]) -> None:
+    """Node status named as "lymph node metastasis", affirmed or denied (not a count, not the
+    label of a count: "Number of lymph node metastases: 3" is read as a count)."""
+    text = ctx.text
+    for m in _NODAL_METASTASIS.finditer(text, ctx.start, ctx.end):
+        if any(a <= m.start() < b for a, b in seen):
+            continue
+        c = ctx.clause(m.start())
+        labelled = ctx.in_label(m.start())
+        tail = text[ctx.value_start : ctx.end] if labelled else text[m.end() : c.end]
+        if labelled and len(re.findall(r"[A-Za-z]+", ctx.label_text)) > len(m.group().split()) + 1:
+            continue  # "Extracapsular spread of N1 lymph node metastases:": another property
+        before = text[max(c.start, m.start() - 60) : m.start()]
+        if _COUNT_AFTER.match(tail) or _PROPERTY_OF.search(before) or _CATEGORY_TEXT.search(before):
+            continue
+        if re.search(
+            r"\b(?:risk|number|count|rate|status|assess\w*|evaluat\w*)\b",
+            text[max(c.start, m.start() - 25) : m.end() + 25],
+            re.I,
+        ):
+            continue
+        pol = ctx.polarity(m.start(), m.end())
+        if pol not in (PRESENT, ABSENT):
+            continue
+        station, _ = _station(ctx, m.start())
+        ctx.add(
+            "node_status",
+            "",
+            "positive" if pol == PRESENT else "negative",
+            m.start(),
+            m.end(),
+            target=Target("nodes", ctx.part, station),
+            certain=ctx.region != "gross",
+            note="status",
+        )
 
 
 # --- myometrial depth -------------------------------------------------------------------------

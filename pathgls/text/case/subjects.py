@@ -236,6 +236,10 @@ _NAME_DROP = re.compile(
     r"positive|uninvolved|involved)\b",
     re.I,
 )
+_PROCEDURE = re.compile(
+    r"\b(?:lymphadenectomy|excision|excisional|biopsy|biopsies|removal|bloc|sampling|dissected|"
+    r"harvested)\b"
+)
 _PARTIAL = re.compile(r"\b(?:remaining|other|additional|rest|remainder|residual)\b", re.I)
 _CLOSEST = re.compile(r"\b(?:closest|nearest)\b", re.I)
 
@@ -252,11 +256,18 @@ class Subject:
     other: bool = False  # "a second tumour", "another nodule"
 
 
-def clean_name(words: str) -> str:
-    """A margin name or node station as a key: "Left Pelvic" → "left pelvic"."""
+def clean_name(words: str, *, station: bool = False) -> str:
+    """A margin name or node station as a key: "Left Pelvic" → "left pelvic". A station also
+    drops the procedure and a part title's letter ("Left pelvic lymphadenectomy (K)" → "left
+    pelvic"), so that a part title and the text name one station alike."""
     out = _NAME_DROP.sub(" ", words.lower().replace("-", " ").replace("/", " "))
+    if station:
+        out = _PROCEDURE.sub(" ", out)
     out = re.sub(r"[^a-z0-9 ]+", " ", out)
-    return " ".join(out.split())
+    words = out.split()
+    if station and len(words) > 1 and len(words[-1]) == 1:
+        words = words[:-1]
+    return " ".join(words)
 
 
 def _subjects(text: str, start: int, end: int) -> list[Subject]:
@@ -268,7 +279,7 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         found.append(Subject("margin", key, a, m.end(), partial or bool(_PARTIAL.search(name))))
     for m in _NODES.finditer(text, start, end):
         name, a, partial = _name_before(text, m.start(), start)
-        found.append(Subject("nodes", clean_name(name), a, m.end(), partial))
+        found.append(Subject("nodes", clean_name(name, station=True), a, m.end(), partial))
     for m in vocab.diagnoses.finditer(text, start, end):
         term = vocab.diagnosis(m.group())
         if term is None:
