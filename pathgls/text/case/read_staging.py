@@ -351,7 +351,8 @@ def read_nodes(ctx: Context) -> None:
 
 #: "lymph node metastases (3., 6.)", "nodal metastasis: absent", "no lymph node metastasis".
 _NODAL_METASTASIS = re.compile(
-    r"(?<![A-Za-z])(?:lymph[\s\-]*nod(?:es?|al)|nodal)[\s\-]+metasta(?:sis|ses|tic\s+disease)\b", re.I
+    r"(?<![A-Za-z])(?:lymph[\s\-]*nod(?:es?|al)|nodal)[\s\-]+metasta(?:sis|ses|tic\s+disease)\b",
+    re.I,
 )
 
 
