@@ -1103,3 +1103,93 @@ def test_a_report_repeated_many_times_is_read_once_per_distinct_statement() -> N
     assert "finding" in fired(text)  # the contradiction with the last line still fires
     # an ordinary report is read in full: nothing is dropped below the threshold
     assert len(build_case(unit * 3).facts) == 3 * len(once.facts)
+
+
+# (rule, a contradiction, its look-alike): the look-alike differs by what the statement is about
+# or by a denial the reading must see; both halves are checked, so neither can pass vacuously.
+PAIRED = [
+    (
+        "finding",
+        "Adenocarcinoma with lymphovascular invasion. The tumor shows no lymphovascular invasion.",
+        "Adenocarcinoma with lymphovascular invasion. The gallbladder shows no carcinoma and no "
+        "lymphovascular or perineural invasion.",
+    ),
+    (
+        "finding",
+        "ADENOCARCINOMA WITH EXTENSIVE NECROSIS. NO NECROSIS IS IDENTIFIED IN THE TUMOR.",
+        "ADENOCARCINOMA WITH EXTENSIVE NECROSIS. NO NECROSIS IS IDENTIFIED IN THE LYMPH NODES OR "
+        "THE PLEURAL NODULES.",
+    ),
+    (
+        "grade",
+        "Glioblastoma (WHO grade IV). The tumor is a gemistocytic astrocytoma (WHO grade II).",
+        "Glioblastoma (WHO grade IV). A gemistocytic astrocytoma (WHO grade II) is not diagnosed "
+        "because of necrosis.",
+    ),
+    (
+        "stage_repeat",
+        "Colon, hemicolectomy: adenocarcinoma extending into pericolonic fat, pT3.\n"
+        "Summary: pT4a pN0.",
+        "Colon, hemicolectomy: adenocarcinoma extending into pericolonic fat, pT3.\n"
+        "Perforation into the free serosal surface is not established, so pT4a is not assigned.",
+    ),
+    (
+        "marker",
+        "Glioblastoma. IDH1 R132H: Positive.\nComment: mutant IDH1 is negative in the tumor cells.",
+        "Glioblastoma. IDH1 R132H: Positive.\nComment: mutant IDH1 is negative in entrapped "
+        "cortical neurons and endothelial cells (internal negative control).",
+    ),
+    (
+        "margin",
+        "Ductal adenocarcinoma.\nThe\nuncinate margin is positive for invasive carcinoma. All\n"
+        "margins are uninvolved.",
+        "Ductal adenocarcinoma.\nThe\nuncinate margin is positive for invasive carcinoma. The "
+        "remaining\nmargins are uninvolved.",
+    ),
+    (
+        "behaviour",
+        "Clear cell renal cell carcinoma, pT1.\nNO INVASION BY THE TUMOR IS IDENTIFIED.",
+        "Clear cell renal cell carcinoma, pT1.\nNO INVASION BY THE TUMOR INTO THE PERINEPHRIC OR "
+        "RENAL SINUS ADIPOSE TISSUE IS IDENTIFIED.",
+    ),
+    (
+        "grade",
+        "Endometrioid adenocarcinoma.\nHistologic grade: 3.\nCOMMENT:\nThe carcinoma is grade 2.",
+        "Endometrioid adenocarcinoma.\nHistologic grade: 3 (see comment).\nCOMMENT:\nThe "
+        "morphology of the carcinoma is grade 2.",
+    ),
+    (
+        "node_status",
+        "LYMPH NODES, RIGHT PELVIC:\nMETASTATIC SEROUS CARCINOMA IN 1 OF 3 LYMPH NODES (1/3).\n"
+        "ALL LYMPH NODES NEGATIVE FOR CARCINOMA.",
+        "LYMPH NODES, RIGHT PELVIC:\nMETASTATIC SEROUS CARCINOMA IN 1 OF 3 LYMPH NODES (1/3).\n"
+        "TWO LYMPH NODES, NEGATIVE FOR CARCINOMA (0/2).",
+    ),
+    (
+        "finding",
+        "Oligodendroglioma with necrosis.\nThe lack of anaplastic features, including necrosis "
+        "and mitoses, supports grade II.",
+        "Oligodendroglioma without necrosis.\nThe lack of anaplastic features, including "
+        "necrosis and mitoses, supports grade II.",
+    ),
+    (
+        "stage_repeat",
+        "Prostatic adenocarcinoma, pT3a.\nPathologic stage: pT2c N0.",
+        "Prostatic adenocarcinoma. The staging is therefore changed to a pT3a.\n"
+        "Pathologic stage: pT2c N0.",
+    ),
+    (
+        "finding",
+        "Adenocarcinoma.\nPerineural invasion: present.\nNo perineural invasion is identified.",
+        "Adenocarcinoma.\nPerineural invasion: present.\nPerineural invasion of retroperitoneal "
+        "(periuncinate)neural plexus: not identified.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
+def test_a_contradiction_fires_and_its_look_alike_stays_silent(
+    rule: str, fires: str, silent: str
+) -> None:
+    assert rule in fired(fires), fired(fires)
+    assert fired(silent) == [], fired(silent)

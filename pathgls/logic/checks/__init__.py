@@ -13,6 +13,7 @@ against another fact of the same sentence.
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 from pathgls.config import CheckWeights
@@ -67,6 +68,21 @@ def _one_statement(c: Comparison) -> bool:
     return c.a is not c.b and c.a.statement == c.b.statement
 
 
+_SEE_COMMENT = re.compile(r"\bsee\s+(?:the\s+|a\s+)?(?:comment|note|addendum)", re.I)
+
+
+def _explained(case: Case, c: Comparison) -> bool:
+    """A value marked "(see comment)" set against a statement of the comment: the report says
+    the comment qualifies that value ("Histologic grade: 3 (see comment)" / "the morphology is
+    grade 2 …, but …"), so the two are an explanation, not a contradiction."""
+    doc = case.document
+    a, b = doc.statements[c.a.statement], doc.statements[c.b.statement]
+    return any(
+        _SEE_COMMENT.search(doc.statement_text(x)) and y.region == "comment"
+        for x, y in ((a, b), (b, a))
+    )
+
+
 def run_checks(case: Case, *, weights: CheckWeights | None = None) -> list[Comparison]:
     """Every comparison the checks made over ``case``; conflicts first, strongest first.
 
@@ -77,7 +93,9 @@ def run_checks(case: Case, *, weights: CheckWeights | None = None) -> list[Compa
     best: dict[tuple[str, int, int, int, int], Comparison] = {}
     for check in CHECKS.values():
         for c in check(view, w):
-            if c.conflict and c.rule in _NOT_IN_ONE_STATEMENT and _one_statement(c):
+            if c.conflict and (
+                (c.rule in _NOT_IN_ONE_STATEMENT and _one_statement(c)) or _explained(case, c)
+            ):
                 c = Comparison(c.rule, c.a, c.b)  # precision first: module docstring
             ends = sorted(((c.a.statement, c.a.start), (c.b.statement, c.b.start)))
             key = (c.rule, *ends[0], *ends[1])

@@ -149,6 +149,8 @@ def check_nodes(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 and _covers(a.target.name, b.target.name)
                 and (_same_scope(view, a.target, b.target) or a.target.part is None)
             )
+            if _other_counted_group(view, counts, a, b):
+                continue
             if (same_station and not several) or all_nodes:
                 yield conflict(
                     "node_status",
@@ -186,6 +188,18 @@ def _all_nodes(view: CaseView, f: Fact) -> bool:
         is not None
         and f.target.name == ""
     )
+
+
+def _other_counted_group(view: CaseView, counts: list[Fact], a: Fact, b: Fact) -> bool:
+    """Two counted statements of different sizes ("two lymph nodes, negative (0/2)" and
+    "carcinoma in 1 of 3 lymph nodes (1/3)"): two groups of nodes, unless one is the total."""
+    ea, eb = (
+        {int(g.value) for g in counts if g.key == "examined" and g.statement == f.statement}
+        for f in (a, b)
+    )
+    if len(ea) != 1 or len(eb) != 1 or ea == eb:
+        return False
+    return not any(_is_total(view, g) for g in counts if g.statement in (a.statement, b.statement))
 
 
 def _is_total(view: CaseView, f: Fact) -> bool:

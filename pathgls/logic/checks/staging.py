@@ -222,7 +222,7 @@ def _restaged(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             and not _several(view, f)
             and not _aside(view, f)
         ]
-        if _several_staged(view, facts):
+        if _several_staged(view, facts) or _RESTAGING.search(view.case.document.text):
             continue
         for a, b in view.pairs(facts):
             if a.statement == b.statement or view.primaries > 1:
@@ -245,6 +245,16 @@ def _restaged(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 )
             else:
                 yield compared("stage_repeat", a, b)
+
+
+#: "The staging is therefore changed to a pT3", "upstaged to pT3a": the report carries the
+#: category it replaced as well, so two categories are the old and the new one.
+_RESTAGING = re.compile(
+    r"\b(?:stag\w*|category|classification|p[TN])\b[^.;]{0,40}?\b(?:is|was|has\s+been|be)\s+"
+    r"(?:therefore\s+|now\s+|thus\s+|hence\s+)?(?:changed|amended|revised|corrected|upgraded|"
+    r"downgraded)\s+to\b|\b(?:up|down)[\s\-]?stag(?:ed|ing)\s+to\b",
+    re.I,
+)
 
 
 def _several_staged(view: CaseView, facts: list[Fact]) -> bool:

@@ -30,13 +30,13 @@ _PRE_NEG = re.compile(
     re.I,
 )
 _POST_NEG = re.compile(
-    r"^(?:[\s,:;=\-]|\bby\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\b|"
+    r"^(?:[\s,:;=\-]|\bby\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\b|\([^()]{0,40}\)|"
     r"\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
     r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
     r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
     r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"
     r"appreciated|demonstrated|involved|visualized|visible|discernible|demonstrable|recognized|"
-    r"apparent|definitively\s+identified)"
+    r"apparent|definitively\s+identified|diagnosed|established|assigned|confirmed|supported)"
     r"|negative|none(?:\s+(?:identified|seen|present))?|no\b(?=\s*(?:[.,;)]|$))|nil|uninvolved|free|clear(?!\s+cell)|not\s+applicable|\(\s*-\s*\)|"
     r"-(?=\s*$)|0\b(?!\.)|lacking|nonidentified|non-?identified|unremarkable)",
     re.I,
@@ -82,7 +82,9 @@ _FILLER = re.compile(
     r"histological|microscopic|morphologic|other|further|additional|associated|tumou?r|"
     r"carcinoma|malignant|invasive|definite|definitive|convincing|unequivocal|is|are|was|were|"
     r"overt|conspicuous|appreciable|evident|frank|seen|identified|present|noted|lymph|vascular|"
-    r"small|large|vessel|vessels|space|metastatic|through|beyond|involv(?:e|es|ing)|invad(?:e|es|"
+    r"small|large|vessel|vessels|space|metastatic|through|beyond|invasion|into|by|bona\s+fide|"
+    r"bone\s+fide|true|anaplastic|including|such\s+as|namely|"
+    r"involv(?:e|es|ing)|invad(?:e|es|"
     r"ing)|extend(?:s|ing)?\s+(?:into|to|through))\b)*$",
     re.I,
 )
@@ -135,6 +137,8 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
         return UNCERTAIN
     if _EMPTY_FIELD.match(after):
         return UNCERTAIN  # "Chest wall invasion (into skeletal muscle): ;;": a field left empty
+    if _DENIED_FEATURES.search(window):
+        return ABSENT  # "the lack of histological anaplastic features, including necrosis"
     neg = None
     for m in _PRE_NEG.finditer(window):
         neg = m
@@ -155,6 +159,13 @@ def polarity(text: str, clause: Clause, start: int, end: int, *, value_start: in
     return PRESENT
 
 
+#: A denied class of findings, then its members: "no high-grade features, such as necrosis".
+_DENIED_FEATURES = re.compile(
+    r"\b(?:lack|lacks|lacking|absence|no|without|devoid)\b(?:\s+of)?\s+(?:[\w\-]+\s+){0,4}"
+    r"(?:features?|findings?|signs?|criteria)\s*,?\s*(?:including|such\s+as|e\.\s?g\.,?|namely)"
+    r"\s+(?:[\w\-]+(?:\s*,\s*|\s+(?:and|or)\s+|\s+)){0,6}$",
+    re.I,
+)
 _EMPTY_FIELD = re.compile(r"[^.;:\n]{0,80}:[\W_]*$")
 #: An affirmation right before a finding, which a later denial in a list does not undo.
 _PRE_POS = re.compile(r"(?<![A-Za-z])(?:positive|present)(?:\s+for)?\s*$", re.I)

@@ -75,7 +75,47 @@ def _longest(matches: list[tuple[str, re.Match[str]]]) -> list[tuple[str, re.Mat
 
 
 def _tumour_target(ctx: Context, pos: int, *, default: str = "tumour") -> Target:
-    return ctx.target(ctx.subject(pos), default)
+    return ctx.target(_finding_subject(ctx, pos, pos), default)
+
+
+_DENIED_WORD = re.compile(
+    r"\b(?:no|without|free\s+of|negative\s+for|absence\s+of)\s+(?:\w+\s+){0,2}$", re.I
+)
+
+
+def _finding_subject(ctx: Context, start: int, end: int) -> Subject | None:
+    """What a finding at ``text[start:end]`` is about. A denied tumour word is no subject ("the
+    gallbladder shows no carcinoma and no perineural invasion": the gallbladder's); a denied
+    finding with no subject before it is about the place named after it ("no necrosis is
+    identified in the lymph nodes")."""
+    subject = ctx.subject(start)
+    if (
+        subject is not None
+        and subject.kind == "tumour"
+        and _DENIED_WORD.search(ctx.text, max(ctx.start, subject.start - 30), subject.start)
+    ):
+        subject = ctx.subject(start, skip=frozenset({"tumour"}))
+    if subject is None or subject.kind == "tumour":
+        c = ctx.clause(start)
+        after = location_after(ctx.text, end, c.end)
+        if (
+            after is not None
+            and after.kind in ("nodes", "tissue", "margin", "population", "lesion")
+            and ctx.polarity(start, end) == ABSENT
+        ):
+            return after
+    return subject
+
+
+#: Invasion said of one place ("perineural invasion of the retroperitoneal neural plexus"): a
+#: finding of its own, not the tumour's invasion as a whole.
+_INVASION_OF_PLACE = re.compile(
+    r"\s+(?:of|in|into|at|within)\s+(?:the\s+)?(?!(?:tumou?r|carcinoma|neoplasm|lesion|nerves?|"
+    r"vessels?|lymphatics?|small|large|vascular|lymphatic|blood|perineural|spaces?)\b)"
+    r"(?P<w>(?:[A-Za-z][\w\-]+(?:\s+|\s*\([^)]{0,20}\)\s*)){1,3}"
+    r"(?:plexus|ganglia|ganglion|fat|tissue|wall|capsule|vein|artery|bed))\b",
+    re.I,
+)
 
 
 def read_invasion(ctx: Context) -> None:
@@ -86,6 +126,9 @@ def read_invasion(ctx: Context) -> None:
         target = _tumour_target(ctx, m.start())
         if target.kind in ("margin", "nodes", "population"):
             continue  # "perineural invasion at the margin" is a margin statement
+        where = _INVASION_OF_PLACE.match(ctx.text, m.end(), ctx.end)
+        if where:  # "Perineural invasion of retroperitoneal neural plexus: not identified"
+            kind = f"{kind} ({' '.join(where.group('w').lower().split())})"
         if ctx.region == "gross":
             # vessels and nerves are seen under the microscope: a sentence about them under a
             # gross heading is microscopy written there ("No lymphovascular invasion is noted.")
@@ -103,7 +146,7 @@ def read_findings(ctx: Context) -> None:
     vocab = vocabulary()
     found = [(k, m) for k, rx in vocab.findings for m in rx.finditer(ctx.text, ctx.start, ctx.end)]
     for key, m in _longest(found):
-        subject = ctx.subject(m.start())
+        subject = _finding_subject(ctx, m.start(), m.end())
         if key == "extracapsular extension":
             # of a lymph node it is extranodal extension; of the prostate, extraprostatic
             window = ctx.text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 60)]
@@ -390,8 +433,8 @@ def _has_parts(ctx: Context) -> bool:
 
 _NONINVASIVE = re.compile(
     r"(?<![A-Za-z])(?:non-?\s?invasive|non-?\s?infiltrating|no\s+(?:evidence\s+of\s+)?(?:definite\s+)?"
-    r"(?:stromal\s+|submucosal\s+)?invasion(?!\s+(?:of|into|through|to)\b)|without\s+(?:any\s+)?"
-    r"(?:evidence\s+of\s+)?(?:stromal\s+|submucosal\s+)?invasion(?!\s+(?:of|into|through|to)\b)|"
+    r"(?:stromal\s+|submucosal\s+)?invasion(?!\s+(?:by\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\s+)?(?:of|into|through|to|beyond)\b)|without\s+(?:any\s+)?"
+    r"(?:evidence\s+of\s+)?(?:stromal\s+|submucosal\s+)?invasion(?!\s+(?:by\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\s+)?(?:of|into|through|to|beyond)\b)|"
     r"(?:entirely|purely|exclusively)\s+(?:in[\s\-]situ|intraepithelial|intraductal|non-?invasive)|"
     r"in[\s\-]situ\s+only|only\s+in[\s\-]situ|(?:DCIS|CIS|LCIS|AIS|carcinoma\s+in\s+situ|"
     r"in[\s\-]situ\s+carcinoma)\s+only|confined\s+to\s+the\s+(?:mucosa|epithelium|urothelium|"

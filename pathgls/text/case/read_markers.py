@@ -12,7 +12,7 @@ from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
 from pathgls.text.case.subjects import Subject
-from pathgls.text.case.vocab import vocabulary
+from pathgls.text.case.vocab import OTHER_POPULATIONS, vocabulary
 
 # ----------------------------------------------------------------------------------
 
@@ -96,10 +96,9 @@ def _nearest_result(before: str) -> re.Match[str] | None:
 
 _POPULATION_AFTER = re.compile(
     r"\b(?:in|within|of|by|on)\s+(?:the\s+)?(?:adjacent\s+|surrounding\s+|background\s+|residual\s+|"
-    r"tumou?ral\s+)?(?P<p>non-?neoplastic|normal|benign|uninvolved|stromal|inflammatory|lymphocytes?|"
-    r"lymphocytic|lymphoid|"
-    r"endothelial|myoepithelial|basal|internal\s+control|background)\b|\(\s*(?P<c>internal\s+"
-    r"(?:positive\s+)?control)\s*\)",
+    r"tumou?ral\s+|entrapped\s+|scattered\s+|cortical\s+|native\s+|reactive\s+)*"
+    rf"(?P<p>non-?neoplastic|normal|benign|uninvolved|stromal|inflammatory|{OTHER_POPULATIONS})"
+    r"(?![A-Za-z])|\(\s*(?P<c>internal\s+(?:positive\s+|negative\s+)?control)\s*\)",
     re.I,
 )
 #: Names of the lymphoid population ("lymphocytic", "lymphoid cells", "the lymphocytes").

@@ -110,6 +110,19 @@ _AMENDED = re.compile(r"\b(?:amend\w*|revis\w*|chang\w*|correct\w*|upstag\w*|dow
 _IF_CATEGORY = re.compile(r"[a-d]?\s+(?:for|if|when|would|requires?)\b", re.I)
 
 
+_DENIED_CATEGORY_AFTER = re.compile(
+    r"[a-d]?\d?\s*(?:\([^()]{0,30}\)\s*)?(?:is|was|would\s+be|cannot\s+be|can\s*not\s+be)\s+"
+    r"(?:not\s+)?(?:not\s+(?:assigned|met|applicable|appropriate|warranted|used|fulfilled|given|"
+    r"reached|justified)|excluded|ruled\s+out)\b|[a-d]?\d?\s+(?:criteria\s+)?(?:are\s+|is\s+)?not\s+met\b",
+    re.I,
+)
+_DENIED_CATEGORY_BEFORE = re.compile(
+    r"\b(?:not|rather\s+than|instead\s+of|no\s+longer|exclud\w*|rul\w+\s+out|"
+    r"(?:does|do|did)\s*n[o']?t\s+(?:meet|reach|qualify\s+(?:as|for)|warrant))\s+(?:an?\s+|the\s+)?$",
+    re.I,
+)
+
+
 def read_stage(ctx: Context) -> None:
     """pT / pN / pM categories and FIGO stages ("stage" facts keyed T, N, M, FIGO)."""
     text = ctx.text
@@ -144,6 +157,10 @@ def read_stage(ctx: Context) -> None:
             max(ctx.start, m.start() - 3) : m.start()
         ].strip().endswith("("):
             continue  # "(pT4 for seminal vesicle involvement)": what would stage it, a legend
+        if _DENIED_CATEGORY_AFTER.match(text, m.end(), ctx.end) or _DENIED_CATEGORY_BEFORE.search(
+            text, max(ctx.start, m.start() - 25), m.start()
+        ):
+            continue  # "so pT4a is not assigned", "rather than pT3": a category set aside
         sub = (m.group("sub") or "").lower()
         value = f"{axis}{cat.lower() if cat == 'is' else cat.upper()}{sub}"
         target = Target("tumour", ctx.part)

@@ -199,6 +199,20 @@ def read_type(ctx: Context) -> None:
         ctx.add("behaviour", key, behaviour, m.start(), m.end(), target=target, note=note)
 
 
+def _denied_diagnosis_before(ctx: Context, pos: int) -> bool:
+    """Whether a parenthesised grade at ``pos`` is that of a diagnosis named just before it and
+    denied ("a gemistocytic astrocytoma (WHO grade II) is not diagnosed")."""
+    paren = ctx.text.rfind("(", max(ctx.start, pos - 4), pos)
+    if paren < 0:
+        return False
+    last = None
+    for d in vocabulary().diagnoses.finditer(ctx.text, max(ctx.start, paren - 60), paren):
+        last = d
+    if last is None or ctx.text[last.end() : paren].strip():
+        return False
+    return ctx.polarity(last.start(), last.end()) != PRESENT
+
+
 def _subtype_of(sub: str, concept: str) -> bool:
     """Whether diagnosis ``sub`` is ``concept`` or one of its subtypes (histotype families)."""
     vocab = vocabulary()
@@ -410,6 +424,7 @@ def read_grade(ctx: Context) -> None:
             text[max(ctx.start, m.start() - 2) : m.start()].rstrip().endswith("(")
             and not re.search(r"\b(?:no|not)\b", text[m.start() : m.end()], re.I)
         )
+        certain = certain and not _denied_diagnosis_before(ctx, m.start())
         ctx.add("grade", key, value, m.start(), m.end(), target=target, certain=certain, note=note)
 
     part_label = re.search(r"\b(primary|secondary|tertiary)\b", lab)

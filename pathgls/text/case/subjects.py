@@ -270,15 +270,26 @@ def clean_name(words: str, *, station: bool = False) -> str:
     return " ".join(words)
 
 
+_PARTIAL_LEAD = re.compile(r"\b(?:remaining|other|additional|rest\s+of\s+the)\s*$", re.I)
+
+
+def _partial_lead(text: str, start: int, pos: int) -> bool:
+    """ "The remaining\nmargins": a quantifier on the line before the name still makes it a
+    part of the margins (or nodes), not all of them."""
+    return bool(_PARTIAL_LEAD.search(text, max(start, pos - 25), pos))
+
+
 def _subjects(text: str, start: int, end: int) -> list[Subject]:
     vocab = vocabulary()
     found: list[Subject] = []
     for m in _MARGIN.finditer(text, start, end):
         name, a, partial = _name_before(text, m.start(), start)
         key = "closest" if _CLOSEST.search(name) else clean_name(name)
-        found.append(Subject("margin", key, a, m.end(), partial or bool(_PARTIAL.search(name))))
+        partial = partial or bool(_PARTIAL.search(name)) or _partial_lead(text, start, a)
+        found.append(Subject("margin", key, a, m.end(), partial))
     for m in _NODES.finditer(text, start, end):
         name, a, partial = _name_before(text, m.start(), start)
+        partial = partial or _partial_lead(text, start, a)
         found.append(Subject("nodes", clean_name(name, station=True), a, m.end(), partial))
     for m in vocab.diagnoses.finditer(text, start, end):
         term = vocab.diagnosis(m.group())
