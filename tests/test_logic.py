@@ -1187,6 +1187,23 @@ PAIRED = [
 ]
 
 
+PAIRED += [
+    (
+        "type",
+        "Ovarian mass: the tumor is a serous carcinoma.\nOvary, comment: the tumor is a "
+        "carcinoid tumor.",
+        "Ovarian mass: the tumor is a serous carcinoma.\nIn the tip of the appendix there is a "
+        "carcinoid tumor.",
+    ),
+    (
+        "grade",
+        "Endometrioid adenocarcinoma, FIGO grade 1.\nHistologic grade (FIGO): grade 3.",
+        "Endometrioid adenocarcinoma, FIGO grade 1.\nHistologic grade (FIGO): grade 3, arising "
+        "within a background of grade 1 carcinoma.",
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

@@ -79,6 +79,18 @@ class Comparison:
         return tuple(sorted((self.a.statement, self.b.statement)))  # type: ignore[return-value]
 
 
+_OTHER_SITES = tuple(
+    (site, re.compile(rx, re.I))
+    for site, rx in (
+        ("appendix", r"\bappendi(?:x|ceal)"),
+        ("gallbladder", r"\bgall\s?bladder"),
+        ("adrenal", r"\badrenal"),
+        ("thyroid", r"\bthyroid"),
+        ("skin", r"\bskin\b|\bcutaneous"),
+    )
+)
+
+
 class CaseView:
     """A case model with the questions checks ask of it."""
 
@@ -288,6 +300,17 @@ class CaseView:
         if sa != sb:
             return True
         return a.target.kind not in ("tumour", "part") and bool(da) and bool(db) and da != db
+
+    def organs_named(self, f: Fact, *, other_sites: bool = False) -> frozenset[str]:
+        """The organs the sentence of a fact names (with ``other_sites``, also the appendix,
+        gallbladder, adrenal, thyroid and skin: sites a second tumour is found in)."""
+        from pathgls.text.case.build import organs_in
+
+        sentence = self.case.sentence(f.statement)
+        found = organs_in(sentence)
+        if other_sites:
+            found |= frozenset(site for site, rx in _OTHER_SITES if rx.search(sentence))
+        return found
 
     def text(self, f: Fact) -> str:
         """The evidence words of a fact."""

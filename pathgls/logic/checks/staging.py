@@ -227,7 +227,7 @@ def _restaged(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         for a, b in view.pairs(facts):
             if a.statement == b.statement or view.primaries > 1:
                 continue
-            oa, ob = _organs_named(view, a), _organs_named(view, b)
+            oa, ob = view.organs_named(a), view.organs_named(b)
             if oa and ob and not oa & ob:
                 continue  # "AJCC staging (bladder): pT2" / "(prostate): pT3b": two tumours
             if {a.target.part, b.target.part} & view.separate:
@@ -280,12 +280,6 @@ def _aside(view: CaseView, f: Fact) -> bool:
         return True
     before = text[s.start : f.start]
     return before.count("(") > before.count(")")
-
-
-def _organs_named(view: CaseView, f: Fact) -> frozenset[str]:
-    from pathgls.text.case.build import organs_in
-
-    return organs_in(view.case.sentence(f.statement))
 
 
 def _several(view: CaseView, f: Fact) -> bool:

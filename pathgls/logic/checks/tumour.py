@@ -284,6 +284,9 @@ def check_type(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             continue
         if a.statement == b.statement:
             continue  # one statement naming two types: two tumours or a mixed one
+        oa, ob = (view.organs_named(f, other_sites=True) for f in (a, b))
+        if oa and ob and not oa & ob:
+            continue  # "primary ovarian adenocarcinoma" / "in the appendix, a carcinoid": two
         yield conflict(
             "type",
             w.type,
@@ -508,7 +511,9 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
         )
         if a.statement == b.statement and {a.key, b.key} not in _SAME_STATEMENT_PAIRS and not gloss:
             continue  # "G2/G3", "grade II or III", "from grade II to III": one statement, a range
-        if _gleason_elsewhere(view, a, b):
+        if _gleason_elsewhere(view, a, b) or any(
+            _TWO_GRADES.search(view.case.sentence(f.statement)) for f in (a, b)
+        ):
             continue
         organ = view.organ(a)
         if organ == "brain" and not (
@@ -537,6 +542,15 @@ def check_grade(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                 )
             else:
                 yield compared("grade", g, t)
+
+
+#: A tumour of two grades: "grade III, arising within a background of grade II", "progressed
+#: from a low-grade astrocytoma", "transformation to high grade".
+_TWO_GRADES = re.compile(
+    r"\barising\s+(?:with)?in\b|\bbackground\s+of\b|\bprogress(?:ed|ion)?\s+(?:from|to)\b|"
+    r"\btransform(?:ed|ation)\b",
+    re.I,
+)
 
 
 def _glioma_called(view: CaseView, a: Fact, b: Fact) -> bool:
