@@ -359,3 +359,11 @@ def test_a_station_from_a_part_title_drops_the_procedure_and_the_part_letter() -
     assert clean_name("right obturator excision", station=True) == "right obturator"
     assert clean_name("Left pelvic lymphadenectomy K") == "left pelvic lymphadenectomy k"
     assert clean_name("para-aortic", station=True) == "para aortic"
+
+
+def test_a_structure_named_by_its_adjective_is_read() -> None:
+    got = facts(
+        "Urothelial carcinoma in situ involving prostatic ducts, no prostatic stromal\n"
+        "invasion identified."
+    )
+    assert ("case · tumour", "extent", "prostatic stroma", "absent") in got

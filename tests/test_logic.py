@@ -1204,6 +1204,38 @@ PAIRED += [
 ]
 
 
+PAIRED += [
+    (
+        "marker",
+        "Astrocytoma. IDH1 R132H: Positive.\nComment: the neoplastic astrocytes show no "
+        "immunoreactivity for mutant IDH1 R132H.",
+        "Astrocytoma. IDH1 R132H: Positive.\nComment: the reactive astrocytes show no "
+        "immunoreactivity for mutant IDH1 R132H.",
+    ),
+    (
+        "margin",
+        "Clear cell renal cell carcinoma.\nVascular and ureteric margins of resection are "
+        "negative for tumor.\nCarcinoma is present at the renal vein resection margin.",
+        "Clear cell renal cell carcinoma.\nVascular and ureteric margins of resection are "
+        "negative for tumor.\nCarcinoma is present at the inked perinephric fat margin.",
+    ),
+    (
+        "finding",
+        "Urothelial carcinoma.\nVascular Invasion:\nNot identified\nLymphovascular tumor emboli "
+        "are conspicuous at the invasive front.",
+        "Clear cell renal cell carcinoma.\nNo evidence of angiolymphatic invasion is identified.\n"
+        "VENOUS (LARGE VESSEL) INVASION (V): Present\n"
+        "LYMPHATIC (SMALL VESSEL) INVASION (L): Absent",
+    ),
+    (
+        "finding",
+        "Prostatic adenocarcinoma. No angiolymphatic invasion.\nLymphatic invasion is present.",
+        "Prostatic adenocarcinoma, pT2.\nNO ANGlO LYMPHATIC INVASION IS SEEN.\n"
+        "ANGIOLYMPHATIC INVASION: No",
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

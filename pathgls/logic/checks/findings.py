@@ -36,7 +36,46 @@ def check_findings(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
                     b,
                     f"{what} {a.value} ('{view.text(a)}') and {b.value} ('{view.text(b)}')",
                 )
+    yield from _invasion_kinds(view, w)
     yield from _tissue_vs_extent(view, w)
+
+
+#: Kinds of invasion a denial of lymphovascular invasion covers: lymphatic, and in a report
+#: that names no venous invasion, "vascular"; large-vessel (venous) invasion of a kidney or
+#: liver tumour is staged apart and is no lymphovascular invasion.
+_KINDS_OF_LVI = ("lymphatic", "vascular")
+
+
+def _invasion_kinds(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
+    """Lymphovascular invasion denied while lymphatic invasion is affirmed (or vascular, where
+    the report never names lymphatic or venous invasion); and, in such a report, a "vascular
+    invasion" field denied while lymphovascular (angiolymphatic) invasion is affirmed: there
+    "vascular invasion" is the template's name for it."""
+    facts = [f for f in view.facts("invasion") if f.value in ("present", "absent")]
+    distinguishes = any(f.key in ("lymphatic", "venous") for f in facts)
+    cues = view.separate
+    for a, b in view.pairs(facts):
+        if a.value == b.value or {a.key, b.key} == {"lymphovascular"}:
+            continue
+        lvi, other = (a, b) if a.key == "lymphovascular" else (b, a)
+        if lvi.key != "lymphovascular" or other.key not in _KINDS_OF_LVI:
+            continue
+        implied = lvi.value == "absent" and (other.key == "lymphatic" or not distinguishes)
+        template = (
+            lvi.value == "present" and other.key == "vascular" and not distinguishes
+        )  # "angiolymphatic invasion is identified" / "Vascular invasion: absent"
+        if not (implied or template):
+            continue
+        if cues & {a.target.part, b.target.part} and a.target.kind == "tumour":
+            continue
+        yield conflict(
+            "finding",
+            w.finding,
+            a,
+            b,
+            f"{a.key} invasion {a.value} ('{view.text(a)}') but {b.key} invasion {b.value} "
+            f"('{view.text(b)}')",
+        )
 
 
 def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:

@@ -288,6 +288,14 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         elif subject is not None:
             said_of = subject
         cells_after = _POPULATION_AFTER.search(text, m.end(), c.end)
+        if cells_after and re.search(
+            r"\b(?:neoplastic|tumou?r(?:al)?|malignant|lesional|atypical)\s+\S*$",
+            text[max(c.start, cells_after.start("p") - 20) : cells_after.start("p")]
+            if cells_after.group("p") and "lymph" not in cells_after.group("p").lower()
+            else "",
+            re.I,
+        ):
+            cells_after = None  # "in the neoplastic astrocytes": the tumour's cells
         if cells_after and (subject is None or subject.kind == "tumour"):
             # "MLH1 staining is retained in the adjacent non-neoplastic stromal cells"
             name = cells_after.group("p") or cells_after.group("c")

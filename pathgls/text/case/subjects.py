@@ -267,9 +267,27 @@ def clean_name(words: str, *, station: bool = False) -> str:
     words = out.split()
     if station and len(words) > 1 and len(words[-1]) == 1:
         words = words[:-1]
-    return " ".join(words)
+    name = " ".join(words)
+    return name if station else _MARGIN_SYNONYMS.get(name, name)
 
 
+#: "the neoplastic astrocytes", "tumour gemistocytes": the tumour's own cells.
+_NEOPLASTIC_BEFORE = re.compile(
+    r"\b(?:neoplastic|tumou?r(?:al)?|malignant|lesional|atypical)\s+$", re.I
+)
+#: Margin names that name one margin: a nephrectomy's renal vein margin is its vascular one.
+_MARGIN_SYNONYMS = {
+    "renal vein": "vascular",
+    "vein": "vascular",
+    "renal vein hilar vascular": "vascular",
+    "hilar vascular": "vascular",
+    "renal vascular": "vascular",
+    "venous": "vascular",
+    "hilar vessel": "vascular",
+    "ureteric": "ureteral",
+    "ureter": "ureteral",
+    "bronchus": "bronchial",
+}
 _PARTIAL_LEAD = re.compile(r"\b(?:remaining|other|additional|rest\s+of\s+the)\s*$", re.I)
 
 
@@ -315,6 +333,11 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
     for m in _BACKGROUND.finditer(text, start, end):
         found.append(Subject("background", m.group().lower(), m.start(), m.end()))
     for m in _POPULATION.finditer(text, start, end):
+        if "lymph" not in m.group().lower() and _NEOPLASTIC_BEFORE.search(
+            text, max(start, m.start() - 20), m.start()
+        ):
+            found.append(Subject("tumour", "cells", m.start(), m.end()))  # "neoplastic astrocytes"
+            continue
         found.append(Subject("population", m.group().lower(), m.start(), m.end()))
     for m in _TISSUE.finditer(text, start, end):
         found.append(Subject("tissue", m.group("w").lower(), m.start(), m.end()))

@@ -41,7 +41,7 @@ INVASION_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
             r"lympho?[\s\-/]*vascular(?:\s*(?:space|channel))?(?:\s*(?:invasion|involvement|"
             r"permeation|infiltration|emboli|spread|tumou?r\s+emboli))?",
             r"lymph[\s\-]vascular(?:\s*(?:space))?(?:\s*(?:invasion|involvement))?",
-            r"angio-?\s?lymphatic(?:\s*(?:space))?(?:\s*(?:invasion|involvement|permeation))?",
+            r"ang[il1]o-?\s?lymphatic(?:\s*(?:space))?(?:\s*(?:invasion|involvement|permeation))?",
             r"lymphatic\s*/\s*vascular(?:\s*invasion)?",
             r"vascular\s*/\s*lymphatic(?:\s*invasion)?",
             r"LVSI",
@@ -139,7 +139,7 @@ STRUCTURE_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
         "bone": r"bone",
         "urethra": r"urethra",
         "ureter": r"ureter",
-        "prostatic stroma": r"prostatic\s+stroma|prostate",
+        "prostatic stroma": r"prostatic\s+stroma(?:l)?|prostate",
         "vagina": r"vagina",
         "uterine serosa": r"uterine\s+serosa",
     }
