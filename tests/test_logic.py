@@ -1236,6 +1236,39 @@ PAIRED += [
 ]
 
 
+PAIRED += [
+    (
+        "grade",
+        "Clear cell renal cell carcinoma.\nHISTOLOGIC GRADE (FUHRMAN NUCLEAR GRADE): G4 (NUCLEI "
+        "BIZARRE)\nThe clear cell carcinoma shows uniformly low-grade nuclei (Fuhrman grade 2 of "
+        "4).",
+        "Clear cell renal cell carcinoma.\nHISTOLOGIC GRADE (FUHRMAN NUCLEAR GRADE): G4 (NUCLEI "
+        "BIZARRE)\nThe clear cell carcinoma shows Fuhrman grade 4 nuclei.",
+    ),
+    (
+        "finding",
+        "Adenocarcinoma.\n-Lymphatic/vascular invasion: Present (best seen in slide B2).\n"
+        "No lymphatic or vascular invasion is identified.",
+        "Adenocarcinoma.\n-Lymphatic/vascular invasion: Present (best seen in slide B2).\n"
+        "No perineural invasion is identified.",
+    ),
+    (
+        "type",
+        "1.Histologic type: Renal cell carcinoma, chromophobe type.\n"
+        "9.WHO subtype: Clear cell (conventional) renal cell carcinoma.",
+        "1.Histologic type: Renal cell carcinoma, chromophobe type.\n"
+        "9.WHO subtype: Chromophobe (classic) renal cell carcinoma.",
+    ),
+    (
+        "grade",
+        "Prostatic adenocarcinoma, Gleason 5+4=9.\nComment: Gleason 5+5.",
+        "Prostatic adenocarcinoma, Gleason 5+4=9.\nProvide the histologic features selected "
+        "on the TCGA Case Quality Control Form.\nGleason 5+5\nIf the histology for this case "
+        "is mixed, provide all listed subtypes.",
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

@@ -30,6 +30,7 @@ tables give statements (maybe of kind ``form``), never an exception.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,7 +74,8 @@ _FIELD = re.compile(
 )
 _LABEL_ALONE = re.compile(r"[ \t]*(?P<label>[A-Za-z][A-Za-z0-9 ,/&()'\-]{1,70}?)[ \t]*:[ \t]*$")
 _BULLET = re.compile(
-    r"[ \t]*(?:(?:[-*+•▪◦‣]|\d{1,2}[.)]|[ivx]{1,4}[.)])[ \t]+|-(?=[A-Z])|\d{1,2}\.(?=[A-Z][a-z]))"
+    r"[ \t]*(?:(?:[-*+•▪◦‣]|\d{1,2}[.)]|[ivx]{1,4}[.)])[ \t]+|-(?=[A-Z])|"
+    r"\d{1,2}\.(?=[A-Z][A-Za-z]))"
 )
 _VERB = re.compile(
     r"\b(?:is|are|was|were|has|have|had|shows?|showed|shown|reveals?|revealed|demonstrates?|"
@@ -237,7 +239,25 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
             doc.statements.append(
                 Statement(len(doc.statements), a, b, reg, prt, kind, lab, vs, reason)
             )
+    _inside_forms(doc)
     return doc
+
+
+def _inside_forms(doc: Document) -> None:
+    """A short line with no verb between two form statements ("Gleason 5+5" between the
+    questions of a QC form) is the form's answer, not the report's finding."""
+    st = doc.statements
+    for i in range(1, len(st) - 1):
+        s = st[i]
+        if (
+            s.kind == "assertion"
+            and s.label is None
+            and st[i - 1].kind == "form"
+            and st[i + 1].kind == "form"
+            and s.end - s.start <= 40
+            and not _VERB.search(doc.text, s.start, s.end)
+        ):
+            st[i] = dataclasses.replace(s, kind="form", reason="an answer inside a form")
 
 
 #: Page-header lines just before a statement that starts mid-sentence.

@@ -76,6 +76,7 @@ FORM = re.compile(
     r"redacted|printed|print\s+date|run\s+date|icd-?\s?\d|cpt|snomed|billing|fee\s+code|"
     r"blocks?\s+submitted|sections?\s+submitted|cassettes?|representative\s+sections|"
     r"submitted\s+(?:in|as)|block\s+key|summary\s+of\s+sections|provide\s+the|"
+    r"quality\s+control\s+form|qc\s+form|tcga\s+case|"
     # instructions of a data-collection form: "If the histology for this case is mixed, …"
     r"documented\s+on\s+the\s+(?:initial|original)|if\s+the\s+histology|check\s+(?:all|one)\s+"
     r"that\s+appl(?:y|ies))\b",

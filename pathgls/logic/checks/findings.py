@@ -76,6 +76,27 @@ def _invasion_kinds(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
             f"{a.key} invasion {a.value} ('{view.text(a)}') but {b.key} invasion {b.value} "
             f"('{view.text(b)}')",
         )
+    # "no lymphatic or vascular invasion" denies lymphovascular invasion as a whole
+    denied = [f for f in facts if f.value == "absent"]
+    for a in (f for f in denied if f.key == "lymphatic"):
+        if not any(g.statement == a.statement and g.key in ("vascular", "venous") for g in denied):
+            continue
+        for b in facts:
+            if b.key != "lymphovascular" or b.value != "present" or b.statement == a.statement:
+                continue
+            if not view.same(a.target, b.target) or view.other_sample(a, b):
+                continue
+            if view.separate & {a.target.part, b.target.part} and a.target.kind == "tumour":
+                continue
+            first, second = sorted((a, b), key=lambda f: f.start)
+            yield conflict(
+                "finding",
+                w.finding,
+                first,
+                second,
+                f"lymphatic and vascular invasion denied ('{view.text(a)}') but lymphovascular "
+                f"invasion present ('{view.text(b)}')",
+            )
 
 
 def _tissue_vs_extent(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:

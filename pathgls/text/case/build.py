@@ -196,9 +196,34 @@ def compatible_types(a: str, b: str) -> bool | None:
     """Whether two diagnosis concepts can name one tumour (None: not comparable)."""
     vocab = vocabulary()
     fa, fb = vocab.family(a), vocab.family(b)
+    if _shorter_name_of(a, b):
+        return True  # "clear cell carcinoma" in a kidney report is the clear cell RCC
     if fa is None or fb is None:
         return None
     return _compatible(fa, fb)
+
+
+#: Organ → the carcinoma a bare "… carcinoma" names there ("clear cell carcinoma" of a kidney).
+_ORGAN_CARCINOMA = {"kidney": "renal cell carcinoma", "urinary bladder": "urothelial carcinoma"}
+
+
+def organ_named(concept: str, organ: str | None) -> str:
+    """A diagnosis name as the organ's reports mean it: in a kidney, "clear cell carcinoma" is
+    the clear cell renal cell carcinoma (elsewhere a Müllerian clear cell carcinoma)."""
+    full = _ORGAN_CARCINOMA.get(organ or "")
+    if full is None or not concept.endswith(" carcinoma") or full in concept:
+        return concept
+    named = vocabulary().diagnosis(concept[: -len("carcinoma")] + full)
+    return named.concept if named is not None else concept
+
+
+def _shorter_name_of(a: str, b: str) -> bool:
+    """Whether one diagnosis name is the other's, shortened: its words all in the longer name
+    ("clear cell carcinoma" / "clear cell renal cell carcinoma", "papillary carcinoma" /
+    "papillary urothelial carcinoma"), and the longer one no negation of them ("non-small")."""
+    wa, wb = (set(re.findall(r"[a-z]+", x.lower())) for x in (a, b))
+    short, long_ = (wa, wb) if len(wa) <= len(wb) else (wb, wa)
+    return len(short) >= 2 and short < long_ and "non" not in long_ - short
 
 
 def _resolve(case: Case) -> None:
@@ -292,7 +317,7 @@ def _retarget(case: Case, f: Fact) -> Fact:
     if f.target.kind == "lesion" and p.main is not None and f.target.name == p.main:
         return dataclasses.replace(f, target=Target("tumour", f.target.part))
     if f.target.kind == "lesion" and p.main is not None and f.target.name not in ("other",):
-        ok = compatible_types(p.main, f.target.name)
+        ok = compatible_types(p.main, organ_named(f.target.name, p.organ))
         if ok and _behaviour_of(f.target.name) == _behaviour_of(p.main):
             return dataclasses.replace(f, target=Target("tumour", f.target.part))
     labelled = case.document.statements[f.statement].label is not None

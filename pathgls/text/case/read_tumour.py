@@ -19,7 +19,7 @@ from pathgls.text.case.vocab import TUMOUR_MENTION, vocabulary
 
 _TYPE_LABEL = re.compile(
     r"^\s*(?:histologic(?:al)?|histopathologic(?:al)?|tumou?r|cancer|carcinoma|final|"
-    r"pathologic(?:al)?|microscopic)?\s*(?:type|subtype|histology|histotype|diagnosis|"
+    r"pathologic(?:al)?|microscopic|who|histologic(?:al)?\s+who)?\s*(?:type|subtype|histology|histotype|diagnosis|"
     r"histologic\s+type|type\s+of\s+tumou?r|tumou?r\s+histology)\b",
     re.I,
 )
@@ -41,7 +41,8 @@ _LEAD = re.compile(
     r"primary|multifocal|bilateral|focal|"
     r"predominantly|mostly|extensive|high|low|grade|moderately|well|poorly|differentiated|"
     r"anaplastic|recurrent|histologic(?:al)?|nuclear|the|a|an|malignant|benign|papillary|"
-    r"diagnosis|consistent\s+with|compatible\s+with)[\s,\-:]+){0,4}$",
+    r"diagnosis|consistent\s+with|compatible\s+with|clear[\s\-]cell|chromophobe|conventional)"
+    r"[\s,\-:]+|\([^()]{1,20}\)[\s,\-:]*){0,4}$",
     re.I,
 )
 _MIXED = re.compile(
@@ -70,6 +71,9 @@ _SUBTYPE = re.compile(
     r"collecting\s+duct)\s*(?:\(\w+\)\s*)?(?:type|variant|subtype)|(?:type|subtype)\s*[:\-]?\s*"
     r"(?P<w2>clear[\s\-]cell|conventional|papillary|chromophobe))",
     re.I,
+)
+_SUBTYPE_BEFORE = re.compile(
+    r"(?P<w>clear[\s\-]cell|papillary|chromophobe)\s*\([^)]{0,20}\)\s*$", re.I
 )
 _RCC_SUBTYPES = {
     "clear cell": "clear cell renal cell carcinoma",
@@ -163,8 +167,12 @@ def read_type(ctx: Context) -> None:
             continue  # "the mass is edematous": a description of the tumour, not its diagnosis
         concept = term.concept
         sub = _SUBTYPE.match(text, m.end(), min(ctx.end, m.end() + 60))
+        pre = _SUBTYPE_BEFORE.search(text, max(ctx.start, m.start() - 40), m.start())
         if sub and concept == "renal cell carcinoma":
             word = " ".join((sub.group("w") or sub.group("w2")).lower().replace("-", " ").split())
+            concept = _RCC_SUBTYPES.get(word, concept)
+        elif pre and concept == "renal cell carcinoma":  # "Clear cell (conventional) renal …"
+            word = " ".join(pre.group("w").lower().replace("-", " ").split())
             concept = _RCC_SUBTYPES.get(word, concept)
         of_type = _OF_TYPE.match(text, m.end(), min(ctx.end, m.end() + 40))
         if of_type:  # "endometrial adenocarcinoma of the endometrioid type"
