@@ -1269,6 +1269,52 @@ PAIRED += [
 ]
 
 
+PAIRED += [
+    (
+        "grade",
+        "Prostatic adenocarcinoma.\nPrimary Pattern: Grade 4\nSecondary Pattern: Grade 5\n"
+        "Total Gleason Score: 9\nGrade Group (ISUP 2014): 3",
+        "Prostatic adenocarcinoma.\nPrimary Pattern: Grade 4\nSecondary Pattern: Grade 5\n"
+        "Total Gleason Score: 9\nGrade Group (ISUP 2014): 5",
+    ),
+    (
+        "finding",
+        "Glioblastoma. Microvascular (endothelial) proliferation is present on slide 4B. No "
+        "endothelial proliferation is identified.",
+        "Glioblastoma. Microvascular (endothelial) proliferation is present on slide 4B. No "
+        "necrosis is identified.",
+    ),
+    (
+        "marker",
+        "Glioblastoma. MGMT IMMUNOSTAIN SHOWS NO NUCLEAR LABELING OF THE TUMOR CELLS.\n"
+        "MGMT-POSITIVE (80% OF TUMOR CELLS)",
+        "Glioblastoma. MGMT IMMUNOSTAIN SHOWS NO NUCLEAR LABELING OF THE ENDOTHELIAL CELLS.\n"
+        "MGMT-POSITIVE (80% OF TUMOR CELLS)",
+    ),
+    (
+        "grade",
+        "Clear cell renal cell carcinoma, Fuhrman grade 3.\nHistologic grade (if applicable): 1 "
+        "(of 4, Fuhrman classification)",
+        "Clear cell renal cell carcinoma, Fuhrman grade 3.\nHistologic grade (if applicable): 3 "
+        "(of 4, Fuhrman classification)",
+    ),
+    (
+        "finding",
+        "Adenocarcinoma of lung.\nVisceral pleural invasion :Not identified.QUID:44480086-ACA6\n"
+        "TCGA-55-A490-01A-PR Redacted\nThe tumor penetrates beyond the elastic layer (PL1).",
+        "Adenocarcinoma of lung.\nVisceral pleural invasion :Not identified.QUID:44480086-ACA6\n"
+        "TCGA-55-A490-01A-PR Redacted\nThe tumor does not reach the elastic layer (PL0).",
+    ),
+    (
+        "size",
+        'DIAGNOSIS:\nSPECIMEN LABELED "OMENTAL TUMOR":\nPAPILLARY SEROUS ADENOCARCINOMA (17 cm).\n'
+        "PAPILLARY SEROUS ADENOCARCINOMA (28 cm).",
+        'DIAGNOSIS:\nSPECIMEN LABELED "OMENTAL TUMOR":\nPAPILLARY SEROUS ADENOCARCINOMA (17 cm).\n'
+        'SPECIMEN LABELED "TUMOR EDGE OF STOMACH":\nPAPILLARY SEROUS ADENOCARCINOMA (28 cm).',
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

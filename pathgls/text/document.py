@@ -201,9 +201,11 @@ def read_structure(text: str, *, warnings: list[str] | None = None) -> Document:
         label, title_start = _part_label(line, region)
         if (
             label is None
-            and region == "diagnosis"
+            and (
+                (region == "diagnosis" and _unlabelled_title(line))
+                or (region in ("diagnosis", "comment", "other") and _SPECIMEN_LABELLED.match(line))
+            )
             and (part is None or part.startswith("#"))
-            and _unlabelled_title(line)
             and not _wraps(prev_line)
         ):
             # "OMENTUM, EXCISION" / "- NO CARCINOMA IDENTIFIED": a specimen listed without a
@@ -416,6 +418,14 @@ def _wraps(previous: str) -> bool:
         "-",
         "&",
     )
+
+
+#: 'SPECIMEN LABELED "OMENTAL TUMOR" (including FSA):': a specimen named by its label only.
+_SPECIMEN_LABELLED = re.compile(
+    r"\s*specimens?\s+(?:label(?:l)?ed|designated|received\s+as)\s+[\"“][^\"”\n]{2,80}[\"”]"
+    r"[^:\n]{0,40}:\s*$",
+    re.I,
+)
 
 
 def _unlabelled_title(line: str) -> bool:

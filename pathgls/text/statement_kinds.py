@@ -185,6 +185,16 @@ def microscopy_in_block_list(text: str, a: int, b: int) -> bool:
     return bool(_MICROSCOPY.search(s) and _SENTENCE_VERB.search(s))
 
 
+#: An OCR'd page header glued to the end of a line ("… :Not identified.QUID:44480086-…").
+_PAGE_HEADER_GLUED = re.compile(r"[.;]\s*(?:[QU]UID\s*:|TCGA-\w\w-\w{4}-\d\d\w?-PR)", re.I)
+
+
+def _before_page_header(s: str) -> str:
+    """A statement without the page header OCR glued to its end."""
+    m = _PAGE_HEADER_GLUED.search(s)
+    return s[: m.start() + 1] if m and m.start() > 0 else s
+
+
 def statement_kind(
     text: str, a: int, b: int, region: str, label: str | None, vs: int
 ) -> tuple[str, str]:
@@ -192,7 +202,7 @@ def statement_kind(
     s = text[a:b]
     if region in REGION_KINDS:
         return REGION_KINDS[region], f"{region} section"
-    if FORM.search(s):
+    if FORM.search(_before_page_header(s)):
         return "form", "form or QC field"
     if _BLOCK_KEY.match(s) or _BLOCK_LIST.search(s):
         return "form", "block key"
@@ -220,8 +230,8 @@ def statement_kind(
         return "differential", "differential diagnosis"
     if _HISTORY.search(s):
         return "history", "history"
-    if _HYPOTHETICAL.search(s):
-        return "hypothetical", "hypothetical"
+    if _HYPOTHETICAL.search(value if label is not None and value.strip() else s):
+        return "hypothetical", "hypothetical"  # "Histologic grade (if applicable): 1" asserts 1
     if _UNCERTAIN_START.match(value or s) or _FAVOUR.search(s):
         return "uncertain", "hedged"
     return "assertion", ""

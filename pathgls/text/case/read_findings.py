@@ -184,8 +184,24 @@ def read_findings(ctx: Context) -> None:
 _QUANTITY_BEFORE = re.compile(r"\d\s*(?:%|0/0|o/o)\s*(?:of\s+)?(?:the\s+)?(?:\w+\s+)?$", re.I)
 
 
+#: The visceral pleural invasion categories of a lung tumour: PL0 none, PL1 beyond the
+#: elastic layer, PL2 to the pleural surface (PL3, the parietal pleura, is another structure).
+_PL = re.compile(r"(?<![A-Za-z0-9])PL\s?(?P<n>[0-2])(?![A-Za-z0-9])")
+
+
+def _read_pleural_category(ctx: Context) -> None:
+    found = list(_PL.finditer(ctx.text, ctx.start, ctx.end))
+    if len({m.group("n") for m in found}) != 1 or ctx.region == "gross":
+        return  # none, or a list of categories to choose from
+    for m in found:
+        value = "absent" if m.group("n") == "0" else "present"
+        target = Target("tumour", ctx.part)
+        ctx.add("extent", "visceral pleura", value, m.start(), m.end(), target=target)
+
+
 def read_extent(ctx: Context) -> None:
     """Structures the tumour involves or does not ("extent" facts)."""
+    _read_pleural_category(ctx)
     vocab = vocabulary()
     found = [
         (k, m) for k, rx in vocab.structures for m in rx.finditer(ctx.text, ctx.start, ctx.end)

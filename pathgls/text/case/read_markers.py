@@ -24,7 +24,7 @@ _RESULT_AFTER = re.compile(
     r"(?:an?\s+)?(?:[:=\-]\s*)?"
     r"(?:(?:strongly|diffusely|focally|weakly|patchy|strong|diffuse|focal|weak)\s+(?:and\s+\w+\s+)?)?"
     r"(?P<r>no\s+(?:(?:nuclear|cytoplasmic|membranous|specific|definite)\s+)?(?:over-?\s?expression|"
-    r"expression|staining|immunoreactivity|reactivity|positivity)|"
+    r"expression|staining|immunoreactivity|reactivity|positivity|labell?ing|uptake)|"
     r"positive|negative|reactive|non-?reactive|unreactive|"
     r"(?:is\s+|are\s+)?not\s+(?:expressed|detected|identified|present|reactive)|expressed|"
     r"retained|intact|preserved|normal(?:\s+expression)?|lost|loss|absent|absence|present|equivocal|"
@@ -306,6 +306,7 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
             subject is None
             and carried is not None
             and not _TUMOUR_CELLS.search(text, c.start, m.start())
+            and not _TUMOUR_CELLS.search(text, m.end(), c.end)
         ):
             subject = carried  # not where the clause names the tumour cells themselves
         hedge = re.search(

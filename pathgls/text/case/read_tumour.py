@@ -327,7 +327,8 @@ _TOTAL_SCORE = re.compile(
     r"\s*[\(,;]?\s*(?:total\s+|gleason\s+)?(?:score|sum)\s*(?:of|=|:)?\s*(?P<s>\d{1,2})\b", re.I
 )
 _GRADE_GROUP = re.compile(
-    r"(?:(?:isup|who)\s*(?:/\s*(?:isup|who))?\s*)?grade\s+group\s*(?:is|of|[:=])?\s*(?P<n>[1-5])\b|"
+    r"(?:(?:isup|who)\s*(?:/\s*(?:isup|who))?\s*)?grade\s+group\s*(?:\([^()]{0,20}\)\s*)?"
+    r"(?:is|of|[:=])?\s*(?P<n>[1-5])\b|"
     r"(?<![A-Za-z])GG\s*(?P<n2>[1-5])\b",
     re.I,
 )

@@ -172,7 +172,8 @@ FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
         r"necrotic\s+(?:areas?|foci|tumou?r)",
         "geographic necrosis": r"(?:geographic|pseudo-?\s?palisading|palisading)\s+"
         r"(?:\w+\s+){0,2}?necrosis",
-        "microvascular proliferation": r"micro-?\s?vascular(?:\s+cellular)?\s+proliferation|"
+        "microvascular proliferation": r"micro-?\s?vascular(?:\s*\([^)]{0,20}\))?"
+        r"(?:\s+cellular)?\s+proliferation|"
         r"endothelial\s+(?:cell\s+)?proliferation|glomeruloid\s+(?:vessels|proliferation)",
         "comedo necrosis": r"comedo(?:-type)?\s+necrosis",
         "sarcomatoid features": r"sarcomatoid(?:\s+(?:features|differentiation|component|change))?",
