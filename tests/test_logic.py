@@ -1315,6 +1315,24 @@ PAIRED += [
 ]
 
 
+PAIRED += [
+    (
+        "node_status",
+        "Lung, lobectomy: squamous cell carcinoma.\nLymph nodes: metastasis in 1 of 8 lymph nodes."
+        "\nAll lymph nodes negative for carcinoma (0/8).",
+        "Lung, lobectomy: squamous cell carcinoma.\nLymph nodes: metastasis in 1 of 8 lymph nodes."
+        "\nBreakdown: 1/7 bronchopulmonary; tracheobronchial 0/1.",
+    ),
+    (
+        "stage_extent",
+        "Endometrioid adenocarcinoma, pT1a. The carcinoma invades more than one-half of the "
+        "myometrium.",
+        "Endometrioid adenocarcinoma, pT1a (FIGO IA; IB would need invasion of one-half or more "
+        "of the myometrium). The carcinoma is confined to the inner half of the myometrium.",
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

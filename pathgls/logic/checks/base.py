@@ -307,6 +307,8 @@ class CaseView:
         from pathgls.text.case.build import organs_in
 
         sentence = self.case.sentence(f.statement)
+        if other_sites:  # a type named for an organ ("endometrioid") is found in others too
+            sentence = re.sub(r"(?i)endometrioid", " ", sentence)
         found = organs_in(sentence)
         if other_sites:
             found |= frozenset(site for site, rx in _OTHER_SITES if rx.search(sentence))

@@ -253,10 +253,14 @@ def _all_nodes(view: CaseView, f: Fact) -> bool:
 def _other_counted_group(view: CaseView, counts: list[Fact], a: Fact, b: Fact) -> bool:
     """Two counted statements of different sizes ("two lymph nodes, negative (0/2)" and
     "carcinoma in 1 of 3 lymph nodes (1/3)"): two groups of nodes, unless one is the total."""
-    ea, eb = (
-        {int(g.value) for g in counts if g.key == "examined" and g.statement == f.statement}
-        for f in (a, b)
-    )
+    own = [_examined(counts, f) for f in (a, b)]  # the count each status was read from
+    if all(own):
+        ea, eb = {own[0]}, {own[1]}
+    else:
+        ea, eb = (
+            {int(g.value) for g in counts if g.key == "examined" and g.statement == f.statement}
+            for f in (a, b)
+        )
     if len(ea) != 1 or len(eb) != 1 or ea == eb:
         return False
     return not any(_is_total(view, g) for g in counts if g.statement in (a.statement, b.statement))

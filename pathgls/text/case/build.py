@@ -64,7 +64,7 @@ _ORGANS = (
     ("lung", r"lung|lobe|lobectomy|pneumonectomy|bronch|pulmonary"),
     ("breast", r"breast|mastectomy|lumpectomy"),
     ("colon", r"colon|rectum|rectal|sigmoid|cecum|colectomy|colorectal|bowel"),
-    ("uterus", r"uterus|uterine|endometri(?!oid)|hysterectomy|corpus"),
+    ("uterus", r"uterus|uterine|endometri|hysterectomy|corpus"),
     ("cervix", r"cervix|cervical"),
     ("ovary", r"ovary|ovarian|oophorectomy|adnexa"),
     ("pancreas", r"pancrea|whipple"),

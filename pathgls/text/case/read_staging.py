@@ -466,6 +466,11 @@ _NO_MYO = re.compile(
 )
 
 
+_DEFINITION_BEFORE = re.compile(
+    r"\b(?:would|need(?:s|ed)?|requir\w*|defined\s+as|means?|if|when)\b[^.;()]{0,40}$", re.I
+)
+
+
 def _mm(value: str, unit: str) -> float:
     return float(value) * (10.0 if unit.lower() == "cm" else 1.0)
 
@@ -492,6 +497,8 @@ def read_depth(ctx: Context) -> None:
             re.I,
         ):
             return  # "the focus initially measured at 50% invasion": a measure later revised
+        if _DEFINITION_BEFORE.search(text, max(c.start, start - 50), start):
+            return  # "IB would need invasion of one-half or more": a category's definition
         if ctx.gross(start) or re.search(
             r"lympho-?vascular|vascular|lvsi|lymphatic", text[c.start : start], re.I
         ):
