@@ -1333,6 +1333,42 @@ PAIRED += [
 ]
 
 
+PAIRED += [
+    (
+        "type",
+        "III IIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIII111111IIIIII11IIIIII IIIIIIIIIII\n"
+        "1,2) BRAIN TUMOR: DIFFUSE ASTROCYTOMA (WHO GRADE II), SEE COMMENT.\nCOMMENT:\n"
+        "The tumor cells have round nuclei with perinuclear halos; the tumor is best classified "
+        "as an oligodendroglioma.",
+        "III IIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIII111111IIIIII11IIIIII IIIIIIIIIII\n"
+        "1,2) BRAIN TUMOR: DIFFUSE ASTROCYTOMA (WHO GRADE II), SEE COMMENT.\nCOMMENT:\n"
+        "The tumor cells have elongated nuclei; the tumor is best classified as a diffuse "
+        "astrocytoma.",
+    ),
+    (
+        "grade",
+        "POORLY DIFFERENTIATED SEROUS ADENOCARCINOMA (FIGO GRADE III/III).\nThe histologic "
+        "grade of the tumor is: GRADE 2",
+        "POORLY DIFFERENTIATED SEROUS ADENOCARCINOMA (FIGO GRADE III/III).\nThe NUCLEAR "
+        "(BRODERS') GRADE of the tumor is: GRADE 2",
+    ),
+    (
+        "type",
+        "Adenocarcinoma of lung.\nComment: the tumor shows keratin pearls, diagnostic of "
+        "squamous cell carcinoma.",
+        "Adenocarcinoma of lung.\nComment: the tumor shows no keratin pearls, which are "
+        "characteristic of squamous cell carcinoma.",
+    ),
+    (
+        "behaviour",
+        "Histologic tumor type: renal cell carcinoma, clear cell type.\nComment: The tumor is "
+        "a papillary adenoma.",
+        "Histologic tumor type: renal cell carcinoma, clear cell type.\nComment: The separate "
+        "0.4 cm white nodule (block A7) is a papillary adenoma, unrelated to the carcinoma.",
+    ),
+]
+
+
 @pytest.mark.parametrize(("rule", "fires", "silent"), PAIRED, ids=[p[0] for p in PAIRED])
 def test_a_contradiction_fires_and_its_look_alike_stays_silent(
     rule: str, fires: str, silent: str

@@ -481,6 +481,8 @@ def _join(
         yield cur[0], cur[1], cur_meta[0], cur_meta[1]
 
 
+#: A barcode as OCR reads it: a line of I, l, 1, | and a few stray letters.
+_BARCODE = re.compile(r"(?=(?:[^Il1|]*[Il1|]){20})[\sIl1|!iUHLTJ/\\.,'\-]{24,}")
 _LABEL_LINE = re.compile(r"[ \t]*[A-Za-z][A-Za-z0-9 ,/&()'%\-]{1,60}?\s*[:;]")
 
 
@@ -488,6 +490,8 @@ def _continues(previous: str, line: str) -> bool:
     """Whether ``line`` carries on the item of the line before it."""
     if not previous or not line:
         return False
+    if _BARCODE.fullmatch(previous) or _BARCODE.fullmatch(line):
+        return False  # a page's barcode (OCR'd as rows of I, l and 1) joins no sentence
     if _BULLET.match(line) or LEGEND.match(line):
         return False
     if previous.endswith(":") and _LABEL_ALONE.fullmatch(previous) and not _LABEL_LINE.match(line):

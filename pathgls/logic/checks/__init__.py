@@ -68,6 +68,11 @@ def _one_statement(c: Comparison) -> bool:
     return c.a is not c.b and c.a.statement == c.b.statement
 
 
+#: Values a comment qualifies (a grade, a stage, an amount); a comment that names another
+#: tumour type or denies a finding still contradicts.
+_QUALIFIED_IN_COMMENTS = frozenset(
+    {"grade", "amount", "stage_extent", "stage_size", "stage_nodes", "stage_repeat"}
+)
 _SEE_COMMENT = re.compile(r"\bsee\s+(?:the\s+|a\s+)?(?:comment|note|addendum)", re.I)
 
 
@@ -75,6 +80,8 @@ def _explained(case: Case, c: Comparison) -> bool:
     """A value marked "(see comment)" set against a statement of the comment: the report says
     the comment qualifies that value ("Histologic grade: 3 (see comment)" / "the morphology is
     grade 2 …, but …"), so the two are an explanation, not a contradiction."""
+    if c.rule not in _QUALIFIED_IN_COMMENTS:
+        return False
     doc = case.document
     a, b = doc.statements[c.a.statement], doc.statements[c.b.statement]
     return any(

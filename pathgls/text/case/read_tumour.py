@@ -33,7 +33,9 @@ _COPULA = re.compile(
     r"high[\s\-]grade|low[\s\-]grade|(?:well|moderately|poorly)[\s\-]differentiated|small|large|"
     r"solitary|single|unifocal|focal|\d+(?:\.\d+)?\s*(?:cm|mm)|thymic|pulmonary|renal|gastric|colonic|"
     r"hepatic|pancreatic|mammary|ovarian|endometrial|cervical|prostatic|esophageal|cutaneous|"
-    r"intraductal|recurrent|[a-z]+-[a-z]+)[\s,]+){0,3}$)",
+    r"intraductal|recurrent|diffuse|fibrillary|gemistocytic|anaplastic|pilocytic|mucinous|"
+    r"mucin-producing|keratinizing|non-keratinizing|papillary|serous|acinar|solid|[a-z]+-[a-z]+)"
+    r"[\s,]+){0,3}$)",
     re.I,
 )
 _LEAD = re.compile(
@@ -44,6 +46,10 @@ _LEAD = re.compile(
     r"diagnosis|consistent\s+with|compatible\s+with|clear[\s\-]cell|chromophobe|conventional)"
     r"[\s,\-:]+|\([^()]{1,20}\)[\s,\-:]*){0,4}$",
     re.I,
+)
+#: "1,2) BRAIN TUMOR: " before a diagnosis line's name: the line's own heading.
+_HEADING_PREFIX = re.compile(
+    r"^[\s\-*•]*(?:\(?[\dA-Za-z]{1,3}(?:\s*,\s*\d{1,2})*[.)]\s*)?[A-Za-z][A-Za-z ,/\-]{1,40}:\s*"
 )
 _MIXED = re.compile(
     r"\b(?:mixed|combined|with\s+(?:an?\s+)?(?:focal\s+)?\w+\s+(?:component|features|"
@@ -123,7 +129,11 @@ def read_type(ctx: Context) -> None:
             )
             or (
                 ctx.region in ("diagnosis", "other")
-                and (_LEAD.match(before) or _ORGAN_WITH.match(before))
+                and (
+                    _LEAD.match(before)
+                    or _ORGAN_WITH.match(before)
+                    or _LEAD.match(_HEADING_PREFIX.sub("", before, count=1))
+                )
                 and c.start == _body(ctx)
             )
             or (
@@ -248,7 +258,7 @@ def _names_a_mix(ctx: Context, x: re.Match[str]) -> bool:
 
 
 _ABOUT_A_TYPE = re.compile(
-    r"\b(?:characteristic|typical|diagnostic|suggestive|reminiscent|features?)\s+of\s+"
+    r"\b(?:characteristic|typical|suggestive|reminiscent|features?)\s+of\s+"
     r"(?:the\s+|an?\s+)?(?:[\w\-]+\s+){0,2}$|\b(?:devoid\s+of|lack\w*|absence\s+of)\s+"
     r"(?:[\w\-,]+\s+){0,6}$",
     re.I,
@@ -335,9 +345,15 @@ _GRADE_GROUP = re.compile(
 _SYSTEM_GRADE = re.compile(
     r"(?P<sys>fuhrman|isup|who\s*/\s*isup|isup\s*/\s*who|figo|nottingham|who|bloom[\s\-]+"
     r"richardson|elston|histologic(?:al)?|nuclear|overall|combined|tumou?r|architectural)?"
-    r"(?:\s+(?:nuclear|histologic(?:al)?|combined|modified|architectural))?\s*grade\s*"
+    r"(?:\s+(?:nuclear|histologic(?:al)?|combined|modified|architectural))?"
+    r"(?:\s*\([A-Za-z'’\s]{2,15}\))?\s*grade\s*"
     r"(?:/\s*differentiation\s*)?(?:is|of|[:=\-])?\s*(?:\(?\s*)?(?P<n>[1-4]|I{1,3}V?|IV)\b(?:\s*(?:/|of|out\s+of)\s*"
     r"(?P<d>[34]|III|IV)\b)?",
+    re.I,
+)
+_SYSTEM_BEFORE = re.compile(
+    r"(?P<sys>fuhrman|isup|figo|nottingham|who|nuclear)\W+(?:\([^)]{0,15}\)\W*)?grade\b"
+    r"[^.;\d]{0,30}$",
     re.I,
 )
 _COMPONENT_AFTER = re.compile(
@@ -481,6 +497,13 @@ def read_grade(ctx: Context) -> None:
         if _RANGE.match(text, m.end(), ctx.end) or re.search(r"grades\b", m.group(), re.I):
             continue  # "grade 2-3", "G2/G3", "grades 3 & 4": a range, not one grade
         system = _SYSTEMS.get(sys_word.replace(" ", "")) or _SYSTEMS.get(sys_word)
+        if system is None:
+            named = _SYSTEM_BEFORE.search(
+                text, max(ctx.clause(m.start()).start, m.start() - 60), m.start()
+            )
+            if named:  # "The NUCLEAR (BRODERS') GRADE of the tumor is: GRADE 2"
+                word = named.group("sys").lower()
+                system = _SYSTEMS.get(word.replace(" ", "")) or _SYSTEMS.get(word)
         if system is None:
             system = _label_system(lab) or "histologic"
         if (

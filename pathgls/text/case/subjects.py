@@ -200,7 +200,7 @@ GENERIC_CONCEPTS = frozenset(
 _PART_REF = re.compile(
     r"(?<![A-Za-z])(?i:part|specimen)\s+#?\s*(?P<p>[A-Z]|\d{1,2})(?![A-Za-z0-9])"
 )
-_OTHER = re.compile(rf"(?<![A-Za-z])(?:{OTHER_LESION})\s+(?:\w+\s+){{0,2}}$", re.I)
+_OTHER = re.compile(rf"(?<![A-Za-z])(?:{OTHER_LESION})\s+(?:[\w.\-]+\s+){{0,4}}$", re.I)
 _BACKGROUND = re.compile(
     rf"(?<![A-Za-z])(?:{BACKGROUND_WORDS})(?:\s+[\w\-]+){{0,3}}?\s+(?:tissue|parenchyma|"
     r"mucosa|epithelium|glands?|ducts?|kidney|lung|liver|breast|prostate|brain|pancreas|"
@@ -313,7 +313,7 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         term = vocab.diagnosis(m.group())
         if term is None:
             continue
-        other = bool(_OTHER.search(text, max(start, m.start() - 30), m.start()))
+        other = bool(_OTHER.search(text, max(start, m.start() - 40), m.start()))
         kind = "tumour" if term.concept in GENERIC_CONCEPTS else "lesion"
         found.append(Subject(kind, term.concept, m.start(), m.end(), other=other))
     for m in _PART_REF.finditer(text, start, end):
@@ -322,7 +322,9 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         w = m.group("w").lower()
         other = bool(
             re.search(
-                rf"\b(?:{OTHER_LESION})\s+(?:\w+\s+)?$", m.group()[: m.start("w") - m.start()], re.I
+                rf"\b(?:{OTHER_LESION})\s+(?:[\w.\-]+\s+){{0,4}}$",
+                text[max(start, m.start("w") - 40) : m.start("w")],
+                re.I,
             )
         )
         pre = (m.group("pre") or "").strip().lower()
