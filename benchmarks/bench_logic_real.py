@@ -16,10 +16,13 @@ tuned``), and the odd rows (``--half held-out``) were reported once. A later rou
 work read the flagged reports of the odd rows with ``i % 4 == 1`` only (``--half quarter1``); the
 odd rows with ``i % 4 == 3`` (``--half quarter3``) were never read, so their figures are the
 honest ones (the held-out half's aggregate, which includes them, had been printed once before).
+The third round's blind set (``logic_blind3.jsonl``) was written on quarter-3 rows, and the
+flagged base reports of its ``dev`` items were read while tuning: ``--half quarter3-unread``
+leaves those rows out, so it is quarter 3 without a row any round read.
 ``--half all`` (default) scores every row.
 
 Usage: python benchmarks/bench_logic_real.py [--workers 2] [--limit N] [--show RULE]
-       [--half all|tuned|held-out|quarter1|quarter3]
+       [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread]
 """
 
 from __future__ import annotations
@@ -43,9 +46,10 @@ def load(half: str = "all") -> list[tuple[str, str, str]]:
     """(id, group, text) for every real report (of ``half``), expert reference and candidate."""
     csv.field_size_limit(sys.maxsize)
     items: list[tuple[str, str, str]] = []
+    read = _read_in_round_three() if half == "quarter3-unread" else set()
     with open(REPORTS, newline="", encoding="utf-8") as fh:
         for i, row in enumerate(csv.DictReader(fh, delimiter="\t")):
-            if not _in_half(i, half):
+            if not _in_half(i, half) or row["id"] in read:
                 continue
             items.append((row["id"], row["organ"], row["report"]))
     seen: set[str] = set()
@@ -67,7 +71,20 @@ def _in_half(row: int, half: str) -> bool:
         "held-out": row % 2 == 1,
         "quarter1": row % 4 == 1,
         "quarter3": row % 4 == 3,
+        "quarter3-unread": row % 4 == 3,
     }[half]
+
+
+def _read_in_round_three() -> set[str]:
+    """The TCGA ids that set 3's dev items were written on (read while tuning)."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "data"))
+    import blind_items
+
+    return {
+        it["base_id"]
+        for it in blind_items.load("3")
+        if it["source"] == "tcga" and it["split"] == "dev"
+    }
 
 
 def _init() -> None:
@@ -92,7 +109,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="score only the first N reports")
     ap.add_argument("--show", default=None, help="print the flagged reports of this rule")
     ap.add_argument(
-        "--half", default="all", choices=("all", "tuned", "held-out", "quarter1", "quarter3")
+        "--half",
+        default="all",
+        choices=("all", "tuned", "held-out", "quarter1", "quarter3", "quarter3-unread"),
     )
     args = ap.parse_args()
     items = load(args.half)[: args.limit]
