@@ -17,9 +17,11 @@ controls flagged ≤ 3%. ``--split dev`` is the half Logic was tuned on (optimis
 
 Set 2 (``--set 2``, ``logic_blind2.jsonl``) is a second set of 480 items of the same design, by four
 other helpers, on held-out TCGA rows set 1 never used; it was split on arrival, after Logic had
-been tuned on set 1's dev half and before any rule saw it.
+been tuned on set 1's dev half and before any rule saw it. Set 3 (``--set 3``,
+``logic_blind3.jsonl``) is a third, by four more helpers, on rows no earlier round read; it was
+split on arrival at the start of the third round.
 
-Usage: python benchmarks/bench_logic_blind.py --split dev|test [--set 1|2] [--class NAME]
+Usage: python benchmarks/bench_logic_blind.py --split dev|test [--set 1|2|3] [--class NAME]
        [--show miss|fa]
 """
 
