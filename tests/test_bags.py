@@ -10,29 +10,13 @@ import pytest
 
 from pathgls.errors import BagError
 from pathgls.features.bags import BagMeta, BagWriter, open_bag, partial_path, read_bag, validate_bag
+from pathgls.testing.hostile import bag_meta
 
 N, W, D = 10, 9, 8
 
 
 def _meta(**kw) -> BagMeta:
-    base = dict(
-        encoder="hf:tiny",
-        patch_size=512,
-        patch_size_level0=1024,
-        target_magnification=20.0,
-        target_mpp=0.5,
-        level0_magnification=40.0,
-        level0_mpp=0.25,
-        window_size=224,
-        window_stride=224,
-        slide_name="s",
-        slide_sha256="ab" * 32,
-        pathgls_version="0.1.0",
-        n_windows=W,
-        dim=D,
-    )
-    base.update(kw)
-    return BagMeta(**base)
+    return bag_meta(patch_size=512, patch_size_level0=1024, n_windows=W, dim=D, **kw)
 
 
 def _data(seed: int = 0):

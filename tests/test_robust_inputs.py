@@ -9,40 +9,12 @@ import numpy as np
 import pytest
 
 from pathgls.errors import BagError
-from pathgls.features.bags import BagMeta, BagWriter, validate_bag
+from pathgls.features.bags import BagWriter, validate_bag
 from pathgls.grounding.similarity import max_similarity
 from pathgls.grounding.sources import open_bag_source
+from pathgls.testing.hostile import BAG_D, BAG_N, BAG_W, bag_meta, write_bag
 
-N, W, D = 6, 4, 8
-
-
-def _meta() -> BagMeta:
-    return BagMeta(
-        encoder="hf:tiny",
-        patch_size=448,  # 2 × 2 windows of 224 px: W = 4
-        patch_size_level0=896,
-        target_magnification=20.0,
-        target_mpp=0.5,
-        level0_magnification=40.0,
-        level0_mpp=0.25,
-        window_size=224,
-        window_stride=224,
-        slide_name="s",
-        slide_sha256="ab" * 32,
-        pathgls_version="0.1.0",
-        n_windows=W,
-        dim=D,
-    )
-
-
-def _bag(path: Path) -> Path:
-    rng = np.random.default_rng(0)
-    coords = np.stack([np.arange(N) * 896, np.zeros(N)], 1).astype(np.int64)
-    win = rng.normal(size=(N, W, D)).astype(np.float32)
-    with BagWriter(path, meta=_meta(), coords=coords) as w:
-        w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
-        w.finalize()
-    return path
+N, W, D = BAG_N, BAG_W, BAG_D
 
 
 def test_writing_non_finite_features_is_a_bag_error(tmp_path: Path) -> None:
@@ -50,7 +22,7 @@ def test_writing_non_finite_features_is_a_bag_error(tmp_path: Path) -> None:
     win = np.full((N, W, D), np.nan, np.float32)
     expected = r"non-finite \(NaN or inf\) features in patches 0\.\.5"
     with (
-        BagWriter(tmp_path / "b.h5", meta=_meta(), coords=coords) as w,
+        BagWriter(tmp_path / "b.h5", meta=bag_meta(), coords=coords) as w,
         pytest.raises(BagError, match=expected),
     ):
         w.append(start=0, coords=coords, window_features=win, features=win.mean(1))
@@ -58,7 +30,7 @@ def test_writing_non_finite_features_is_a_bag_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["features", "window_features"])
 def test_a_bag_with_nan_or_inf_features_never_becomes_a_score(tmp_path: Path, where: str) -> None:
-    path = _bag(tmp_path / "b.h5")
+    path = write_bag(tmp_path / "b.h5")
     with h5py.File(path, "r+") as f:
         data = f[where][:]
         data[3] = np.inf if where == "features" else np.nan
@@ -84,7 +56,7 @@ def test_a_bag_with_nan_or_inf_features_never_becomes_a_score(tmp_path: Path, wh
 def test_bag_attributes_of_the_wrong_type_name_the_attribute(
     tmp_path: Path, attr: str, value: object, message: str
 ) -> None:
-    path = _bag(tmp_path / "b.h5")
+    path = write_bag(tmp_path / "b.h5")
     with h5py.File(path, "r+") as f:
         f.attrs[attr] = value
     with pytest.raises(BagError, match=message.replace("(", r"\(")):

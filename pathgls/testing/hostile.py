@@ -13,9 +13,13 @@ import os
 import struct
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
+
+if TYPE_CHECKING:
+    from pathgls.features.bags import BagMeta
 
 __all__ = [
     "HOSTILE_BAGS",
@@ -175,11 +179,12 @@ def set_tile_byte_count(
 BAG_N, BAG_W, BAG_D = 6, 4, 8
 
 
-def write_bag(path: str | os.PathLike[str]) -> Path:
-    """A valid complete bag of :data:`BAG_N` patches (448 px, 2 × 2 windows of 224 px)."""
-    from pathgls.features.bags import BagMeta, BagWriter
+def bag_meta(**overrides: object) -> BagMeta:
+    """The metadata of a test bag: 448 px patches at 20x (2 × 2 windows of 224 px), :data:`BAG_W`
+    windows of :data:`BAG_D` features; ``overrides`` replace fields."""
+    from pathgls.features.bags import BagMeta as Meta
 
-    meta = BagMeta(
+    fields: dict[str, object] = dict(
         encoder="hf:tiny",
         patch_size=448,
         patch_size_level0=896,
@@ -195,6 +200,15 @@ def write_bag(path: str | os.PathLike[str]) -> Path:
         n_windows=BAG_W,
         dim=BAG_D,
     )
+    fields.update(overrides)
+    return Meta(**fields)  # type: ignore[arg-type]
+
+
+def write_bag(path: str | os.PathLike[str]) -> Path:
+    """A valid complete bag of :data:`BAG_N` patches (448 px, 2 × 2 windows of 224 px)."""
+    from pathgls.features.bags import BagWriter
+
+    meta = bag_meta()
     coords = np.stack([np.arange(BAG_N) * 896, np.zeros(BAG_N)], 1).astype(np.int64)
     win = np.random.default_rng(0).normal(size=(BAG_N, BAG_W, BAG_D)).astype(np.float32)
     with BagWriter(path, meta=meta, coords=coords) as w:
