@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pathgls.config import CheckWeights
 from pathgls.text.case import Case, Fact, Target
+from pathgls.text.case.polarity import DENIED_BEFORE
 from pathgls.text.case.vocab import MULTIPLE_TUMOURS, TUMOUR_MENTION
 
 _MULTI = MULTIPLE_TUMOURS
@@ -38,11 +39,6 @@ _FOCI = re.compile(
 #: "grade 3 transitional cell carcinoma": a number that grades or stages, not a count.
 _NUMBERED_BEFORE = re.compile(
     r"\b(?:grade|stage|type|level|pattern|group|figo|who|g)\s*$|(?:x|×)\s*$", re.I
-)
-_DENIED_BEFORE = re.compile(
-    r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
-    r"(?:\w+\s+){0,2}$",
-    re.I,
 )
 
 
@@ -156,7 +152,7 @@ class CaseView:
             text = self.case.document.statement_text(s)
             if not s.is_assertion or not any(
                 not (s.label is not None and s.start + m.start() < s.value_start)  # a field name
-                and not _DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
+                and not DENIED_BEFORE.search(text, max(0, m.start() - 30), m.start())
                 and not _NOT_TUMOUR_AFTER.match(text, m.end())
                 and (foci or not _FOCI.fullmatch(m.group()))
                 and not _NUMBERED_BEFORE.search(text, max(0, m.start() - 12), m.start())

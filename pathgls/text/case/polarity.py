@@ -17,6 +17,14 @@ from dataclasses import dataclass
 #: Polarity values of a presence fact.
 PRESENT, ABSENT, UNCERTAIN = "present", "absent", "uncertain"
 
+#: A denial just before a word ("no carcinoma", "free of tumour"): the word is denied, so it names
+#: no subject and no tumour.
+DENIED_BEFORE = re.compile(
+    r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
+    r"(?:\w+\s+){0,2}$",
+    re.I,
+)
+
 _CLAUSE_BREAK = re.compile(
     r";|\.\s+(?=[A-Z])|\s(?:but|however|whereas|while|although|though|except|yet)\b|,\s+(?:but|"
     r"however|while|whereas)\b|\s-\s|,?\s+and\s+(?=there\s+(?:is|are|was|were)\b)",

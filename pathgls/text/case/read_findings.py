@@ -12,7 +12,7 @@ import re
 
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
-from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
+from pathgls.text.case.polarity import ABSENT, DENIED_BEFORE, PRESENT, UNCERTAIN
 from pathgls.text.case.subjects import Subject, location_after, subjects_in
 from pathgls.text.case.vocab import CONFINED, vocabulary
 
@@ -78,11 +78,6 @@ def _tumour_target(ctx: Context, pos: int, *, default: str = "tumour") -> Target
     return ctx.target(_finding_subject(ctx, pos, pos), default)
 
 
-_DENIED_WORD = re.compile(
-    r"\b(?:no|without|free\s+of|negative\s+for|absence\s+of)\s+(?:\w+\s+){0,2}$", re.I
-)
-
-
 def _finding_subject(ctx: Context, start: int, end: int) -> Subject | None:
     """What a finding at ``text[start:end]`` is about. A denied tumour word is no subject ("the
     gallbladder shows no carcinoma and no perineural invasion": the gallbladder's); a denied
@@ -92,7 +87,7 @@ def _finding_subject(ctx: Context, start: int, end: int) -> Subject | None:
     if (
         subject is not None
         and subject.kind == "tumour"
-        and _DENIED_WORD.search(ctx.text, max(ctx.start, subject.start - 30), subject.start)
+        and DENIED_BEFORE.search(ctx.text, max(ctx.start, subject.start - 30), subject.start)
     ):
         subject = ctx.subject(start, skip=frozenset({"tumour"}))
     if subject is None or subject.kind == "tumour":

@@ -11,7 +11,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
-from pathgls.text.case.subjects import Subject
+from pathgls.text.case.subjects import NEOPLASTIC_BEFORE, Subject
 from pathgls.text.case.vocab import OTHER_POPULATIONS, vocabulary
 
 # ----------------------------------------------------------------------------------
@@ -288,12 +288,13 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         elif subject is not None:
             said_of = subject
         cells_after = _POPULATION_AFTER.search(text, m.end(), c.end)
-        if cells_after and re.search(
-            r"\b(?:neoplastic|tumou?r(?:al)?|malignant|lesional|atypical)\s+\S*$",
-            text[max(c.start, cells_after.start("p") - 20) : cells_after.start("p")]
-            if cells_after.group("p") and "lymph" not in cells_after.group("p").lower()
-            else "",
-            re.I,
+        cells = cells_after.group("p") if cells_after else None
+        if (
+            cells
+            and "lymph" not in cells.lower()
+            and NEOPLASTIC_BEFORE.search(
+                text, max(c.start, cells_after.start("p") - 20), cells_after.start("p")
+            )
         ):
             cells_after = None  # "in the neoplastic astrocytes": the tumour's cells
         if cells_after and (subject is None or subject.kind == "tumour"):

@@ -272,7 +272,7 @@ def clean_name(words: str, *, station: bool = False) -> str:
 
 
 #: "the neoplastic astrocytes", "tumour gemistocytes": the tumour's own cells.
-_NEOPLASTIC_BEFORE = re.compile(
+NEOPLASTIC_BEFORE = re.compile(
     r"\b(?:neoplastic|tumou?r(?:al)?|malignant|lesional|atypical)\s+$", re.I
 )
 #: Margin names that name one margin: a nephrectomy's renal vein margin is its vascular one.
@@ -335,7 +335,7 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
     for m in _BACKGROUND.finditer(text, start, end):
         found.append(Subject("background", m.group().lower(), m.start(), m.end()))
     for m in _POPULATION.finditer(text, start, end):
-        if "lymph" not in m.group().lower() and _NEOPLASTIC_BEFORE.search(
+        if "lymph" not in m.group().lower() and NEOPLASTIC_BEFORE.search(
             text, max(start, m.start() - 20), m.start()
         ):
             found.append(Subject("tumour", "cells", m.start(), m.end()))  # "neoplastic astrocytes"
