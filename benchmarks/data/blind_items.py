@@ -15,6 +15,8 @@ Usage (writes a set's file from the helpers' raw files; run once per set):
     python benchmarks/data/blind_items.py --raw /work/blind/ba.jsonl /work/blind/bb.jsonl
     python benchmarks/data/blind_items.py --set 2 --raw /work/blind2/b[c-f].jsonl
     python benchmarks/data/blind_items.py --set 3 --raw /work/blind3/b[g-j].jsonl
+    python benchmarks/data/blind_items.py --set 5 --raw /work/blind5/b[k-n].jsonl
+(set 5's VLM items carry their own ``base`` text, written once to ``VLM_BASES``.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ SETS = {
     "1": (HERE / "logic_blind.jsonl", "pathgls-logic-blind-2026-11-26"),
     "2": (HERE / "logic_blind2.jsonl", "pathgls-logic-blind2-2026-11-26-second-set"),
     "3": (HERE / "logic_blind3.jsonl", "pathgls-logic-blind3-2026-11-26-third-set"),
+    # set 5 (issue 32): 120 edits of quarter-1 TCGA rows no earlier set uses, and 60 six-field
+    # VLM-style reports written by the helpers themselves (their texts: VLM_BASES), each with a
+    # contradiction and a hard control; split on arrival by (real or VLM, class)
+    "5": (HERE / "logic_blind5.jsonl", "pathgls-logic-blind5-2026-12-02-judge-round"),
 }
+#: The six-field VLM-style base reports of set 5 (written by its helpers, not real reports).
+VLM_BASES = HERE / "logic_blind5_vlm_bases.jsonl"
 OUT, SALT = SETS["1"]
 
 
@@ -52,6 +60,11 @@ def base_texts(shared: Path = SHARED) -> dict[tuple[str, str], str]:
         for row in csv.DictReader(fh, delimiter="\t"):
             if row["reference"].strip():
                 out[("expert", row["case_id"])] = row["reference"]
+    if VLM_BASES.exists():
+        for line in VLM_BASES.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                out[("vlm", row["id"])] = row["text"]
     return out
 
 
@@ -104,9 +117,9 @@ def load(name: str = "1") -> list[dict]:
 
 def split(items: list[dict], salt: str = SALT) -> None:
     """Give every item its ``split``: half of each class's groups to dev, half to test."""
-    groups: dict[str, set[str]] = defaultdict(set)
+    groups: dict[tuple[bool, str], set[str]] = defaultdict(set)
     for it in items:
-        groups[it["class"]].add(it["group"])
+        groups[(it["source"] == "vlm", it["class"])].add(it["group"])
     which: dict[str, str] = {}
     for members in groups.values():
         ordered = sorted(members, key=lambda g: hashlib.sha256(f"{salt}:{g}".encode()).hexdigest())
@@ -122,13 +135,19 @@ def main() -> None:
     ap.add_argument("--set", default="1", choices=sorted(SETS))
     args = ap.parse_args()
     out, salt = SETS[args.set]
-    texts = base_texts()
-    items = [
-        _compact(json.loads(line), texts)
+    raws = [
+        json.loads(line)
         for path in args.raw
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+    vlm = {r["base_id"]: r.pop("base") for r in raws if r["source"] == "vlm"}
+    if vlm:
+        with open(VLM_BASES, "w", encoding="utf-8") as fh:
+            for rid, text in sorted(vlm.items()):
+                fh.write(json.dumps({"id": rid, "text": text}, ensure_ascii=False) + "\n")
+    texts = base_texts()
+    items = [_compact(r, texts) for r in raws]
     split(items, salt)
     with open(out, "w", encoding="utf-8") as fh:
         for it in items:
