@@ -358,7 +358,7 @@ class ContradictionPair(Record):
     """A premise/hypothesis sentence pair and its contradiction probability."""
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"rule", "explanation", "nli_probability", "checks"}
+        {"rule", "explanation", "nli_probability", "checks", "contradicts", "source"}
     )
 
     premise: str = ""
@@ -371,6 +371,10 @@ class ContradictionPair(Record):
     explanation: str | None = None  # why
     nli_probability: Number | None = None  # the NLI model's own (absent: no model)
     checks: tuple[CheckEvidence, ...] = ()  # every check that fired on the pair
+    # whether the judge or a check calls the pair a contradiction (absent: an older card)
+    contradicts: bool | None = None
+    # who scored it: "judge", "check:<rule>", "judge+check:<rule>", "rules" (absent: older card)
+    source: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ from pathgls.cli import demo as _demo
 from pathgls.cli import extract as _extract
 from pathgls.cli import gate as _gate
 from pathgls.cli import ground as _ground
+from pathgls.cli import judge as _judge
 from pathgls.cli import listing as _listing
 from pathgls.cli import logic as _logic
 from pathgls.cli import meta as _meta
@@ -102,6 +103,7 @@ _listing.register(app)
 _report.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
+app.add_typer(_judge.app, name="judge", help="The learned contradiction judge: retrain, describe.")
 
 
 @app.callback(invoke_without_command=True)

@@ -132,8 +132,23 @@ class LogicConfig:
     base_probability: float = 0.02
     # Probability of each check when it fires.
     weights: CheckWeights = field(default_factory=CheckWeights)
+    # With the learned judge: each statement is paired with its K most similar statements.
+    judge_neighbours: int = 3
+    # With the learned judge: at most this many pairs are judged per report (check pairs
+    # first, then by similarity), bounding the work on huge reports.
+    judge_max_pairs: int = 400
+    # With the learned judge: at most this many statements are read per report.
+    judge_max_units: int = 400
+    # With the learned judge: S_l = 1 - mean of the K largest pair probabilities (1: the
+    # strongest contradiction decides; the paper's top-30% mean dilutes one contradiction
+    # among hundreds of pairs to nothing).
+    judge_top_k: int = 1
 
     def __post_init__(self) -> None:
+        in_range("judge_neighbours", self.judge_neighbours, 0, 64)
+        in_range("judge_max_pairs", self.judge_max_pairs, 1, 1_000_000)
+        in_range("judge_max_units", self.judge_max_units, 2, 1_000_000)
+        in_range("judge_top_k", self.judge_top_k, 1, 1_000_000)
         require(
             0 < self.top_k_fraction <= 1,
             f"top_k_fraction must be in (0, 1], got {self.top_k_fraction}",

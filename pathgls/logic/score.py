@@ -26,6 +26,7 @@ from pathgls.config import LogicConfig
 from pathgls.evidence import CheckedStatement, CheckEvidence, ContradictionPair, LogicEvidence
 from pathgls.logic.base import NLIScorer
 from pathgls.logic.checks import Comparison, run_checks
+from pathgls.logic.judged import EmbeddingJudge, JudgedReport, judge_report
 from pathgls.logic.pairs import LogicPair, case_pairs
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.case import Case, Fact, build_case
@@ -159,6 +160,8 @@ def logic_score(
         Missing (value None) when the report has no pair to compare.
     """
     cfg = config or LogicConfig()
+    if isinstance(nli, EmbeddingJudge):
+        return _judged_score(report=report, judge=nli, config=cfg)
     la = analyze_logic(report=report, nli=nli, config=cfg)
     case = la.case
     warnings = list(report.warnings) if isinstance(report, AnalyzedReport) else []
@@ -223,6 +226,85 @@ def _pair_evidence(
         explanation=hits[0].explanation if hits else None,
         nli_probability=None if model is None else float(model[i]),
         checks=tuple(check_evidence(la.case, h) for h in hits),
+    )
+
+
+def _judged_score(
+    *,
+    report: AnalyzedReport | Case | str | bytes,
+    judge: EmbeddingJudge,
+    config: LogicConfig,
+) -> ModuleScore:
+    """S_l with the learned judge over top-K similar pairs and the checks (:mod:`.judged`)."""
+    case = _case_of(report)
+    warnings = list(report.warnings) if isinstance(report, AnalyzedReport) else []
+    warnings += [w for w in case.document.warnings if w not in warnings]
+    comparisons = run_checks(case, weights=config.weights) if config.checks else []
+    jr = judge_report(case, comparisons, judge, config)
+    conflicts = [c for c in comparisons if c.conflict]
+    checks = tuple(check_evidence(case, c) for c in conflicts)
+    kinds_read = case.document.kinds()
+    if not jr.pairs:
+        n = len(jr.units)
+        return ModuleScore(
+            name="logic",
+            value=None,
+            missing_reason=(f"logic not scored: fewer than two assertions to compare ({n} read)"),
+            evidence=LogicEvidence(
+                n_pairs=0,
+                nli=judge.name,
+                checks=checks,
+                statements=kinds_read,
+                silent=tuple(case.notes),
+            ).to_dict(),
+            warnings=warnings,
+        )
+    if len(jr.units) >= config.judge_max_units:
+        warnings.append(
+            f"logic read the first {config.judge_max_units} statements only "
+            "(LogicConfig.judge_max_units)"
+        )
+    q = np.array([p.probability for p in jr.pairs], dtype=np.float64)
+    k = min(config.judge_top_k, len(jr.pairs))
+    order = np.argsort(-q, kind="stable")
+    shown = [int(i) for i in order[: max(k, 5)] if i < k or jr.pairs[int(i)].contradicts]
+    kinds: dict[str, int] = {}
+    for p in jr.pairs:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    evidence = LogicEvidence(
+        top_pairs=tuple(_judged_evidence(case, jr, jr.pairs[i]) for i in shown),
+        k=k,
+        n_pairs=len(jr.pairs),
+        nli=judge.name,
+        pairs_by_kind=kinds,
+        checks=checks,
+        statements=kinds_read,
+        silent=tuple(case.notes),
+    )
+    return ModuleScore(
+        name="logic",
+        value=float(1.0 - q[order[:k]].mean()),
+        evidence=evidence.to_dict(),
+        warnings=warnings,
+    )
+
+
+def _judged_evidence(case: Case, jr: JudgedReport, p) -> ContradictionPair:
+    a, b = jr.units[p.a], jr.units[p.b]
+    first = p.checks[0] if p.checks else None
+    return ContradictionPair(
+        premise=jr.texts[p.a],
+        hypothesis=jr.texts[p.b] if p.b != p.a else "",
+        probability=float(p.probability),
+        kind=p.kind,
+        premise_sentence=a.statement,
+        hypothesis_sentence=b.statement if p.b != p.a else None,
+        rule=first.rule if first else None,
+        explanation=first.explanation if first else None,
+        nli_probability=p.judge,
+        checks=tuple(check_evidence(case, c) for c in p.checks),
+        contradicts=p.contradicts,
+        source=p.source,
     )
 
 

@@ -1,0 +1,110 @@
+"""The judge's one-command retrain: real reports in, a trained judge directory out.
+
+``pathgls logic train --reports TSV [--expert TSV] --out DIR`` reads the reports (columns
+``id, organ, report``; the expert file's ``reference`` column adds more), leaves out every id in
+the held-out list (``heldout.txt`` beside the shipped judge: the untouched evaluation rows and
+the bases of the blind sets' test halves), builds the pairs (:mod:`pathgls.nli.judge_data`),
+trains (:mod:`pathgls.nli.judge_train`) and writes the weights, their description and the data
+counts. The decision threshold is carried over from ``--threshold`` (chosen on dev data by
+``benchmarks/bench_logic_judge.py --tune``).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathgls.nli.judge import SHIPPED_DIR
+from pathgls.nli.judge_data import build_pairs, read_reports
+from pathgls.nli.judge_train import TrainConfig, save_judge, train_judge
+
+HELDOUT = SHIPPED_DIR / "heldout.txt"
+
+
+@dataclass(frozen=True)
+class RecipeResult:
+    """What a retrain made."""
+
+    out: Path
+    n_reports: int
+    n_pairs: int
+    sources: dict[str, int]
+    positives: int
+    final_loss: float
+    first_loss: float
+
+
+def read_rows(
+    reports: Path, expert: Path | None, heldout: set[str], *, limit: int | None = None
+) -> list[tuple[str, str, str]]:
+    """(id, organ, text) of every report not held out (expert references as ``expert:<case>``)."""
+    csv.field_size_limit(sys.maxsize)
+    rows: list[tuple[str, str, str]] = []
+    with open(reports, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            if row["id"] not in heldout and row["report"].strip():
+                rows.append((row["id"], row.get("organ", ""), row["report"]))
+    if expert is not None:
+        with open(expert, newline="", encoding="utf-8") as fh:
+            table = list(csv.DictReader(fh, delimiter="\t"))
+        # several case ids share one reference text: a held-out id holds out its text
+        seen = {r["reference"] for r in table if f"expert:{r['case_id']}" in heldout}
+        for row in table:
+            rid = f"expert:{row['case_id']}"
+            text = row["reference"]
+            if not text.strip() or text in seen:
+                continue
+            seen.add(text)
+            rows.append((rid, "EXPERT", text))
+    return rows[:limit] if limit else rows
+
+
+def retrain(
+    *,
+    reports: Path,
+    out: Path,
+    expert: Path | None = None,
+    heldout: Path | None = HELDOUT,
+    config: TrainConfig | None = None,
+    threshold: float = 0.5,
+    workers: int = 2,
+    limit: int | None = None,
+    log: Callable[[str], None] = print,
+) -> RecipeResult:
+    """Build the pairs, train, and write the judge to ``out`` (see the module docstring)."""
+    cfg = config or TrainConfig()
+    held: set[str] = set()
+    if heldout is not None:
+        held = {x.strip() for x in heldout.read_text(encoding="utf-8").split() if x.strip()}
+    rows = read_rows(reports, expert, held, limit=limit)
+    if len(rows) < 2:
+        raise ValueError(f"{reports}: fewer than two reports left to train on")
+    log(f"reading {len(rows)} reports ({len(held)} ids held out)")
+    units = read_reports(rows, workers=workers)
+    pairs = build_pairs(units, seed=cfg.seed)
+    sources = dict(Counter(p.source for p in pairs))
+    positives = sum(p.label for p in pairs)
+    log(f"{len(pairs)} pairs ({positives} contradictions): {sources}")
+    result = train_judge(pairs=pairs, config=cfg, log=log)
+    save_judge(
+        result,
+        out,
+        config=cfg,
+        threshold=threshold,
+        extra={
+            "data": {
+                "reports": len(rows),
+                "heldout_ids": len(held),
+                "pairs": len(pairs),
+                "contradictions": positives,
+                "sources": sources,
+            }
+        },
+    )
+    return RecipeResult(
+        out, len(rows), len(pairs), sources, positives, result.losses[-1], result.losses[0]
+    )
