@@ -5,8 +5,8 @@ strongest check that fired on it, so the three modes of the ablation come from o
 
 * ``rules``  — today's offline default (case model + checks, ``RulesNLI``), its own S_l;
 * ``judge``  — S_l = 1 − max over pairs of the judge's calibrated probability (checks ignored);
-* ``fused``  — S_l = 1 − max over pairs of max(judge calibrated, check) (the shipped formula,
-  ``pathgls.logic.judged``; ``judge_top_k`` = 1).
+* ``fused``  — S_l = min(S_rules, S_judge) (the shipped formula, ``pathgls.logic.judged``;
+  ``judge_top_k`` = 1).
 
 Blind sets (``benchmarks/data/blind_items.py``): a contradiction is **detected** when
 S_l(edited) < 0.8 and below S_l(base); a control is **flagged** on the same rule; a base is
@@ -82,18 +82,17 @@ def _job(task: tuple[str, list[str]]) -> tuple[str, list[dict]]:
 
 
 def s_l(rec: dict, mode: str, tau: float) -> float | None:
-    """S_l of a record under a mode and judge threshold."""
+    """S_l of a record under a mode and judge threshold (``pathgls.logic.judged``'s formula)."""
     if mode == "rules":
         return rec["rules"]
     from pathgls.logic.judged import judge_calibrated
 
-    best = None
-    for p, c in rec["pairs"]:
-        q = float(judge_calibrated([p], tau)[0]) if p is not None else 0.0
-        if mode == "fused":
-            q = max(q, c)
-        best = q if best is None else max(best, q)
-    return None if best is None else 1.0 - best
+    ps = [p for p, _ in rec["pairs"] if p is not None]
+    judge = 1.0 - float(judge_calibrated([max(ps)], tau)[0]) if ps else None
+    if mode == "judge":
+        return judge
+    present = [v for v in (rec["rules"], judge) if v is not None]
+    return min(present) if present else None
 
 
 def run_pool(tasks: list[tuple[str, list[str]]], workers: int, judge_dir: str | None) -> dict:

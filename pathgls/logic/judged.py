@@ -7,11 +7,17 @@ field line each, shown with their specimen part) is embedded once; each is paire
 (same-target pairs of the case model). At most ``judge_max_pairs`` pairs are judged (check pairs
 first, then by similarity), in batches. No unit is paired with itself.
 
-Fusion, per pair: the judge's probability is calibrated so that its decision threshold (chosen
-on dev data, :func:`~pathgls.nli.judge.judge_calibrated`) lands on 0.2 — S_l's 0.8 line — and
-the pair's probability is the larger of that and the strongest check that fired on it:
+Fusion. The judge's probability is calibrated so that its decision threshold τ (chosen on
+dev data, :func:`judge_calibrated`) lands on 0.2 — S_l's 0.8 line. The checks keep their own
+score, computed exactly as the offline ``rules`` backend does over the pairs they compared
+(S_checks = 1 − mean of the top ⌈0.3·pairs⌉ probabilities); the judge's is the strongest
+contradiction it found (S_judge = 1 − mean of the ``judge_top_k`` largest calibrated
+probabilities, K = 1 by default). The report's score is the lower of the two present:
 
-    q = max(judge_calibrated(p_judge), p_check),   S_l = 1 − mean(top-K q),  K = judge_top_k.
+    S_l = min(S_checks, S_judge).
+
+So the judge can only add contradictions to what the checks find, never hide one; each pair's
+evidence probability is max(judge calibrated, strongest check on it).
 
 A pair *contradicts* when a check fired on it or its calibrated judge probability is ≥ 0.2. A
 check that fires within one unit ("glioblastoma, WHO grade II") is its own entry, not a pair of

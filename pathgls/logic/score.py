@@ -267,6 +267,9 @@ def _judged_score(
     q = np.array([p.probability for p in jr.pairs], dtype=np.float64)
     k = min(config.judge_top_k, len(jr.pairs))
     order = np.argsort(-q, kind="stable")
+    judged = [p.calibrated for p in jr.pairs if p.judge is not None]
+    s_judge = 1.0 - float(np.mean(sorted(judged, reverse=True)[:k])) if judged else None
+    s_checks = analyze_checks_only(case, comparisons, config)
     shown = [int(i) for i in order[: max(k, 5)] if i < k or jr.pairs[int(i)].contradicts]
     kinds: dict[str, int] = {}
     for p in jr.pairs:
@@ -281,12 +284,31 @@ def _judged_score(
         statements=kinds_read,
         silent=tuple(case.notes),
     )
-    return ModuleScore(
-        name="logic",
-        value=float(1.0 - q[order[:k]].mean()),
-        evidence=evidence.to_dict(),
-        warnings=warnings,
+    value = (
+        min(v for v in (s_checks, s_judge) if v is not None)
+        if (s_checks is not None or s_judge is not None)
+        else float(1.0 - q[order[:k]].mean())
     )
+    return ModuleScore(
+        name="logic", value=float(value), evidence=evidence.to_dict(), warnings=warnings
+    )
+
+
+def analyze_checks_only(
+    case: Case, comparisons: list[Comparison], config: LogicConfig
+) -> float | None:
+    """S_l of the checks alone, as the offline ``rules`` backend computes it (None: no pair)."""
+    pairs = case_pairs(case, comparisons, with_model=False, max_pairs=config.max_pairs)
+    if not pairs:
+        return None
+    probs = np.full(len(pairs), config.base_probability, dtype=np.float64)
+    index = {(p.premise, p.hypothesis): i for i, p in enumerate(pairs)}
+    for c in comparisons:
+        i = index.get(c.statements)
+        if i is not None and c.conflict:
+            probs[i] = max(probs[i], c.probability)
+    k = top_k(len(pairs), config)
+    return float(1.0 - np.sort(probs)[::-1][:k].mean())
 
 
 def _judged_evidence(case: Case, jr: JudgedReport, p) -> ContradictionPair:
