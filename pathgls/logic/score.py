@@ -270,7 +270,11 @@ def _judged_score(
     judged = [p.calibrated for p in jr.pairs if p.judge is not None]
     s_judge = 1.0 - float(np.mean(sorted(judged, reverse=True)[:k])) if judged else None
     s_checks = analyze_checks_only(case, comparisons, config)
-    shown = [int(i) for i in order[: max(k, 5)] if i < k or jr.pairs[int(i)].contradicts]
+    shown = [
+        int(i)
+        for rank, i in enumerate(order[: max(k, 5)])
+        if rank < k or jr.pairs[int(i)].contradicts
+    ]
     kinds: dict[str, int] = {}
     for p in jr.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1

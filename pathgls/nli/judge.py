@@ -35,7 +35,7 @@ from pathgls.nli.judge_model import TRAINED_PREFIXES, JudgeNet, pad_batch, sha25
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "resources" / "judge"
 WEIGHTS = "judge.safetensors"
 META = "judge.json"
-RETRAIN = "pathgls logic train"
+RETRAIN = "pathgls judge train"
 
 
 class JudgeModelError(ModelNotFoundError):
