@@ -145,6 +145,7 @@ ARGUMENT_CHECKS: dict[str, ArgumentCheck | None] = {
     "[<model>]": _optional_model,
     "<file.jsonl>": _required_file,
     "[<dir-or-file>]": _optional_path,
+    "[<dir>]": _optional_path,
     "<base_url>#<model>": _url_model,
 }
 #: Argument forms whose builder checks them (their grammar lives with the backend).
