@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
 from pathgls.io.rundirs import check_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 Arg = typer.Argument
 Opt = typer.Option

@@ -92,3 +92,17 @@ def csv_cell(value: object) -> object:
 def csv_row(row: dict[str, object]) -> dict[str, object]:
     """:func:`csv_cell` of every value of ``row``."""
     return {key: csv_cell(value) for key, value in row.items()}
+
+
+def replace_unencodable_output() -> None:
+    """Let stdout and stderr write what their encoding cannot hold as backslash escapes
+    (``PYTHONIOENCODING=ascii`` and a file name ``é.png``: ``\\xe9.png``), never raising
+    ``UnicodeEncodeError``. Called once by the command line's entry point."""
+    import contextlib
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or detached stream
+                reconfigure(errors="backslashreplace")
