@@ -187,3 +187,27 @@ def test_a_header_value_that_cannot_be_sent_is_named_never_shown(
 def test_ordinary_keys_pass() -> None:
     assert header_value_problem("sk-proj-AbC_123.xyz") is None
     assert header_value_problem("") is None
+
+
+@pytest.mark.timeout(60)  # quadratic scoping took 176 s for 6,000 entities in one clause
+@pytest.mark.parametrize("joint", [", ", "; ", " "])
+def test_six_thousand_identical_entities_are_scoped(joint: str) -> None:
+    import json
+
+    from pathgls.text.llm_extractor import LLMExtractor
+    from pathgls.text.scope import infer_scopes
+    from pathgls.text.sections import parse_report
+
+    n = 6000
+    parsed = parse_report("Left breast: " + joint.join(["carcinoma"] * n) + ".")
+    reply = json.dumps({"entities": [{"text": "carcinoma", "type": "pathological_diagnosis"}] * n})
+
+    class Client:
+        def complete(self, messages: object, **options: object) -> str:
+            return reply
+
+    entities = LLMExtractor(client=Client()).extract(parsed.text)
+    assert len(entities) == n
+    scopes = infer_scopes(parsed, entities).entity_scopes
+    assert len(scopes) == n
+    assert len({repr(s) for s in scopes}) == 1  # identical entities, one scope
