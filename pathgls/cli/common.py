@@ -63,17 +63,19 @@ class _RedactingFormatter(logging.Formatter):
 
 
 class _ConsoleWarnings(logging.Handler):
-    """pathgls's warnings and errors on the stderr of the moment (a test runner swaps it),
-    sanitised like the log (:class:`_RedactingFormatter`), so a warning never goes only to the
-    run log."""
+    """pathgls's warnings on the stderr of the moment (a test runner swaps it), sanitised like
+    the log (:class:`_RedactingFormatter`), so a warning never goes only to the run log (the
+    run log's "stopped" line is not repeated: the command prints its own ``error:`` line)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.setFormatter(_RedactingFormatter("%(levelname)s: %(message)s"))
+        self.setFormatter(_RedactingFormatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno > logging.WARNING and record.name.startswith("pathgls.cli."):
+            return  # the run log's closing line: the command prints its own error
         try:
-            sys.stderr.write(self.format(record).replace("WARNING:", "warning:", 1) + "\n")
+            sys.stderr.write(f"{record.levelname.lower()}: {self.format(record)}\n")
         except Exception:  # a closed stderr: nothing to show the warning on
             self.handleError(record)
 

@@ -45,6 +45,8 @@ from pathgls.io.rundir import make_dir, open_nofollow
 from pathgls.types import ScoreCard, Status
 
 #: Names (``fnmatch`` patterns) of what pathgls writes in a run directory; none may be a link.
+#: Those of :data:`OWN_ENTRIES` that are folders.
+OWN_FOLDERS = ("scorecards", "grounding", "cache", "plots", "logs")
 OWN_ENTRIES = (
     ".pathgls.lock",
     "manifest.json",

@@ -294,3 +294,53 @@ def test_gate_never_writes_gate_csv_through_a_link(tmp_path: Path, src: Path, vi
     assert "symbolic link" in result.output
     assert _untouched(victim)
     assert (out / "gate.csv").is_symlink()
+
+
+def test_a_card_edited_to_a_module_value_of_7_5_is_refused_and_rerun(
+    tmp_path: Path, src: Path
+) -> None:
+    out = tmp_path / "run"
+    run_benchmark(source=src, config=CAPTIONER, out=out, plots=False)
+    (card_path,) = (out / "scorecards").rglob("*.json")
+    card = json.loads(card_path.read_text())
+    card["modules"]["stability"]["value"] = 7.5
+    card_path.write_text(json.dumps(card))
+    gated = CliRunner().invoke(app, ["gate", str(out)])
+    assert "outside [0, 1]" in gated.output
+    assert "1.000" not in gated.output  # never fused into a trust
+    # the rerun evaluates the item again instead of keeping the edited card
+    run_benchmark(source=src, config=CAPTIONER, out=out, plots=False)
+    stored = json.loads(card_path.read_text())
+    assert 0.0 <= stored["modules"]["stability"]["value"] <= 1.0
+
+
+def test_a_cache_that_is_a_file_is_refused_before_any_item(tmp_path: Path, src: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "cache").write_text("x")
+    with pytest.raises(RunDirError, match="cache is a file where pathgls keeps a folder"):
+        run_benchmark(source=src, config=CAPTIONER, out=out, plots=False)
+
+
+def test_an_input_nested_2100_folders_deep_is_walked_without_recursion(
+    tmp_path: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    from pathgls.tiling.slides import find_slides
+
+    root = tmp_path / "deep"
+    root.mkdir()
+    (root / "top.png").symlink_to(sample_rois[0].resolve())
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(2100):  # deeper than a path may be written: built folder by folder
+            os.mkdir("a", dir_fd=fd)
+            nxt = os.open("a", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        os.symlink(sample_rois[1].resolve(), "roi.png", dir_fd=fd)
+    finally:
+        os.close(fd)
+    shallow = root / "a" / "a" / "b.png"
+    shallow.symlink_to(sample_rois[2].resolve())
+    found = find_slides(root)  # no RecursionError; the unreachable depth is skipped, named
+    assert shallow in found and root / "top.png" in found
