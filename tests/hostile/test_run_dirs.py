@@ -22,6 +22,7 @@ from pathgls.errors import PathGLSError, RunDirError
 from pathgls.io.lock import acquire
 from pathgls.runner.run import run_benchmark
 from pathgls.runner.store import ResultsStore
+from pathgls.testing.hostile import remove_deep_tree
 
 CAPTIONER = load_config(run={"subjects": ("captioner",)})
 
@@ -342,5 +343,28 @@ def test_an_input_nested_2100_folders_deep_is_walked_without_recursion(
         os.close(fd)
     shallow = root / "a" / "a" / "b.png"
     shallow.symlink_to(sample_rois[2].resolve())
-    found = find_slides(root)  # no RecursionError; the unreachable depth is skipped, named
+    try:
+        found = find_slides(root)  # no RecursionError; the unreachable depth is skipped, named
+    finally:
+        remove_deep_tree(root / "a")  # rmtree itself recurses too deep for it
     assert shallow in found and root / "top.png" in found
+
+
+def test_an_edited_replay_file_is_evaluated_again_on_resume(tmp_path: Path, src: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from replay_inputs import ATTACKED, contradicting_records, write_replay
+
+    replay = write_replay(tmp_path / "replay.jsonl", contradicting_records("roi", "attack"))
+    config = load_config(run={"subjects": (f"replay:{replay}",)})
+    out = tmp_path / "run"
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    (card_path,) = (out / "scorecards").rglob("*.json")
+    first = json.loads(card_path.read_text())
+    edited = [dict(r, report=ATTACKED) for r in contradicting_records("roi", "attack")]
+    write_replay(replay, edited)
+    run_benchmark(source=src, config=config, out=out, plots=False)
+    second = json.loads(card_path.read_text())
+    assert second["inputs"]["subject_revision"] != first["inputs"]["subject_revision"]
+    assert second["reports"]["original"]["text"] == ATTACKED
