@@ -1,6 +1,14 @@
 """Hostile-input catalogue (issue 25): builds each hostile file, setting or condition, runs
 pathgls on it and prints held / FAILED per case and per class.
 
+Issue 36 adds received run folders (a manifest source of ``/``, links inside a run, a linked
+``gate.csv``), escape sequences, forged log lines, formulas and Rich markup in file names
+(**security**), rewrites on a full disk or killed (**dataloss**), endless and enormous inputs
+(``/dev/zero``, 60 GB sparse files, 200,000-deep brackets, 100,000 rows, an endless pipe, a body
+that never ends, 6,000 entities in one clause: **bounded**), API keys a header cannot carry, an
+ASCII console, 2,100 nested folders, ``RUN/cache`` a file, truncated bodies (**errors**) and
+cards edited to impossible values (**silent**).
+
 Classes: **security** (bags that point elsewhere, links planted in a run directory, a report
 that embeds what a card names, secrets in URLs and in model answers, forged judge prompts,
 duplicated JSON keys), **names** (bytes that are not UTF-8, hidden files), **silent** (wrong
@@ -684,6 +692,454 @@ def _damaged(tmp: Path) -> tuple[bool, str]:
         seen.append((how, _patch_outcome(path, scaled=True), _patch_outcome(path, scaled=False)))
     same = all(own == other for _, own, other in seen)
     return same, "; ".join(f"{h}: own {a}, OpenSlide {b}" for h, a, b in seen)
+
+
+# -- issue 36: received runs, terminals and spreadsheets, rewrites, endless inputs ------------
+
+
+def _captioner_run(tmp: Path, *names: str | bytes) -> Path:
+    """A finished captioner run over ``names`` (links to the ROI), through the library."""
+    from pathgls.config import load_config
+    from pathgls.runner.run import run_benchmark
+
+    out = tmp / "run"
+    run_benchmark(source=source(tmp, *(names or ("roi.png",))),
+                  config=load_config(run={"subjects": ("captioner",)}), out=out,
+                  plots=False)  # fmt: skip
+    return out
+
+
+def _private_png(tmp: Path) -> Path:
+    from PIL import Image
+
+    private = tmp / "private" / "secret.png"
+    private.parent.mkdir(exist_ok=True)
+    Image.new("RGB", (64, 64), (13, 200, 77)).save(private)
+    return private
+
+
+def _edit_card(out: Path, **inputs: Any) -> Path:
+    card_path = next((out / "scorecards").rglob("*.json"))
+    card = json.loads(card_path.read_text())
+    card["inputs"].update(inputs)
+    card_path.write_text(json.dumps(card))
+    return card_path
+
+
+def _report_page(out: Path, tmp: Path) -> str:
+    from pathgls.inspect.run_report import write_run_report
+
+    return write_run_report(run_dir=out, out=tmp / "report.html").read_text()
+
+
+@case("security", "received-run-manifest-source-is-root")
+def _manifest_root(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["source"] = "/"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    _edit_card(out, item=str(_private_png(tmp)))
+    shown = "Grounding of" in _report_page(out, tmp)
+    return not shown, f"private image embedded={shown}"
+
+
+@case("security", "received-run-link-inside-the-run")
+def _link_inside(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp)
+    inside = out / "inputs" / "roi.png"
+    inside.parent.mkdir()
+    inside.symlink_to(_private_png(tmp))
+    _edit_card(out, item=str(inside))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["source"] = str(out / "inputs")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    shown = "Grounding of" in _report_page(out, tmp)
+    return not shown, f"private image behind a link embedded={shown}"
+
+
+@case("security", "gate-csv-is-a-link-out-of-the-run")
+def _gate_link(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp)
+    target, folder = victim(tmp)
+    (out / "gate.csv").symlink_to(target)
+    code, text = cli("gate", str(out))
+    kept = untouched(target, folder)
+    return kept, f"exit {code}, target untouched={kept}: {text.strip()[-80:]}"
+
+
+@case("security", "card-file-is-a-link-out-of-the-run")
+def _card_link(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp)
+    card_path = next((out / "scorecards").rglob("*.json"))
+    card = json.loads(card_path.read_text())
+    card["item_id"] = "OUTSIDE-CARD"
+    elsewhere = tmp / "elsewhere.json"
+    elsewhere.write_text(json.dumps(card))
+    (card_path.parent / "other.json").symlink_to(elsewhere)
+    code, _ = cli("gate", str(out))
+    read = "OUTSIDE-CARD" in (out / "gate.csv").read_text() if (out / "gate.csv").exists() else 0
+    return not read, f"exit {code}; the outside card gated={bool(read)}"
+
+
+ESC_NAME = "a\x1b]0;PWNED\x07\x1b[2J\x1b[31mred.png"
+FORGED = "b\n2026-01-01 00:00:00,000 INFO pathgls.cli.benchmark: benchmark finished.png"
+
+
+@case("security", "escape-sequences-in-a-file-name")
+def _esc(tmp: Path) -> tuple[bool, str]:
+    src = source(tmp, ESC_NAME)
+    out = tmp / "run"
+    code, text = cli("benchmark", str(src), "--out", str(out), "--subject", "captioner")
+    log = "".join(p.read_text(errors="replace") for p in (out / "logs").glob("*.log"))
+    raw = [where for where, t in (("console", text), ("log", log)) if "\x1b" in t or "\x07" in t]
+    return code == 0 and not raw, f"exit {code}; raw escapes reach {raw or 'nothing'}"
+
+
+@case("security", "line-feed-in-a-name-forges-a-log-line")
+def _forged(tmp: Path) -> tuple[bool, str]:
+    import re
+
+    src = source(tmp, FORGED)
+    out = tmp / "run"
+    code, _ = cli("benchmark", str(src), "--out", str(out), "--subject", "captioner")
+    log = "".join(p.read_text(errors="replace") for p in (out / "logs").glob("*.log"))
+    stamp = re.compile(r"^2026-01-01 00:00:00,000 INFO")
+    forged = [line for line in log.splitlines() if stamp.match(line)]
+    return code == 0 and not forged, f"exit {code}; {len(forged)} forged record line(s)"
+
+
+@case("security", "formula-file-names-in-gate-csv")
+def _formula(tmp: Path) -> tuple[bool, str]:
+    import csv
+
+    names = ("=HYPERLINK(1)", "+cmd|calc!A0", "@SUM(1+1)", "-2+3+cmd")
+    out = _captioner_run(tmp, *(n + ".png" for n in names))
+    cli("gate", str(out))
+    with (out / "gate.csv").open(newline="") as fh:
+        cells = [c for row in csv.reader(fh) for c in row]
+    live = [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r") or c.startswith("-2+")]
+    return not live, f"{len(live)} formula cell(s): {live[:2]}"
+
+
+@case("security", "formula-file-names-in-summary-csv")
+def _formula_summary(tmp: Path) -> tuple[bool, str]:
+    import csv
+
+    out = _captioner_run(tmp, "=1+1.png", "@SUM(2).png")
+    with (out / "summary.csv").open(newline="") as fh:
+        cells = [c for row in csv.reader(fh) for c in row]
+    live = [c for c in cells if c[:1] in ("=", "@")]
+    return not live, f"{len(live)} formula cell(s) in summary.csv: {live[:2]}"
+
+
+@case("security", "rich-markup-in-a-file-name")
+def _markup(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp, "[bold red]markup[reverse].png")
+    code, text = cli("gate", str(out), env={"COLUMNS": "300"})
+    shown = "[bold red]markup" in text
+    return shown, f"exit {code}; the name shown as written={shown}"
+
+
+# -- data loss: rewrites -------------------------------------------------------------------------
+
+
+def _many_cards(tmp: Path, n: int) -> Path:
+    """A folder of ``n`` ScoreCards (copies of one real card under other item ids)."""
+    out = _captioner_run(tmp)
+    card_path = next((out / "scorecards").rglob("*.json"))
+    card = json.loads(card_path.read_text())
+    for i in range(n - 1):
+        card["item_id"] = f"item-{i:05d}"
+        (card_path.parent / f"item-{i:05d}.json").write_text(json.dumps(card))
+    return out
+
+
+@case("dataloss", "gate-rewrite-on-a-full-disk", 300)
+def _gate_full(tmp: Path) -> tuple[bool, str]:
+    out = _many_cards(tmp, 1000)
+    with _tmpfs(tmp, "200k") as fs:
+        if fs is None:
+            return True, "skipped: cannot mount a tmpfs here"
+        csv_path = fs / "gate.csv"
+        cli("gate", str(out), "--csv", str(csv_path))
+        before = csv_path.read_bytes() if csv_path.exists() else b""
+        rows = before.count(b"\n")
+        with open(fs / "filler", "wb") as f, contextlib.suppress(OSError):
+            while True:  # fill what is left
+                f.write(b"0" * 4096)
+                f.flush()
+        code2, _ = cli("gate", str(out), "--csv", str(csv_path), "--deploy", "0.9")
+        after = csv_path.read_bytes() if csv_path.exists() else b""
+    kept = rows > 1000 and after == before
+    return kept, f"first gate {rows} lines; rewrite exit {code2}, previous file kept={kept}"
+
+
+@case("dataloss", "gate-rewrite-killed", 300)
+def _gate_killed(tmp: Path) -> tuple[bool, str]:
+    out = _many_cards(tmp, 10000)
+    cli("gate", str(out))
+    complete = (out / "gate.csv").read_bytes()
+    env = dict(os.environ, PYTHONPATH=sys.path[0])
+    broken = 0
+    for delay in (1.0, 2.0, 3.0, 4.0, 6.0):
+        proc = subprocess.Popen([sys.executable, "-m", "pathgls", "gate", str(out), "--deploy",
+                                 "0.9"], env=env, cwd=tempfile.gettempdir(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        now = (out / "gate.csv").read_bytes()
+        if now.count(b"\n") != complete.count(b"\n"):
+            broken += 1
+    return broken == 0, f"{broken} of 5 kills left a gate.csv shorter than 10,000 rows"
+
+
+# -- bounded: endless and enormous inputs ------------------------------------------------------
+
+
+def _timed_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    code, text = cli(*args, env=env, timeout=120)
+    return code, text, time.monotonic() - t0
+
+
+def _refused(code: int, text: str, seconds: float, words: str) -> tuple[bool, str]:
+    held = code == 2 and "Traceback" not in text and words in text and seconds < 60
+    return held, f"exit {code} in {seconds:.1f} s: {text.strip()[-90:]}"
+
+
+@case("bounded", "logic-dev-zero", 130)
+def _dev_zero(tmp: Path) -> tuple[bool, str]:
+    return _refused(*_timed_cli("logic", "/dev/zero"), "NUL bytes")
+
+
+@case("bounded", "logic-60-gb-sparse-report", 130)
+def _sparse(tmp: Path) -> tuple[bool, str]:
+    path = tmp / "huge.txt"
+    with path.open("wb") as fh:
+        fh.write(b"Diagnosis: carcinoma.\n")
+        fh.truncate(60 << 30)
+    return _refused(*_timed_cli("logic", str(path)), "PATHGLS_MAX_TEXT_BYTES")
+
+
+@case("bounded", "logic-60-gb-sparse-table", 130)
+def _sparse_table(tmp: Path) -> tuple[bool, str]:
+    path = tmp / "huge.tsv"
+    with path.open("wb") as fh:
+        fh.write(b"item_id\treport\na\tCarcinoma.\n")
+        fh.truncate(60 << 30)
+    return _refused(*_timed_cli("logic", str(path)), "PATHGLS_MAX_TABLE_BYTES")
+
+
+@case("bounded", "logic-200000-nested-brackets", 130)
+def _nested(tmp: Path) -> tuple[bool, str]:
+    path = tmp / "nested.txt"
+    path.write_text("Diagnosis: carcinoma " + "(" * 200_000 + ")" * 200_000 + ".\n")
+    return _refused(*_timed_cli("logic", str(path)), "PATHGLS_MAX_NESTING")
+
+
+@case("bounded", "logic-100000-row-table", 130)
+def _rows(tmp: Path) -> tuple[bool, str]:
+    path = tmp / "rows.tsv"
+    with path.open("w") as fh:
+        fh.write("item_id\treport\n")
+        for i in range(100_000):
+            fh.write(f"r{i}\tInvasive ductal carcinoma, grade 2. Margins negative.\n")
+    return _refused(*_timed_cli("logic", str(path)), "PATHGLS_MAX_ROWS")
+
+
+@case("bounded", "logic-endless-text-pipe", 130)
+def _pipe(tmp: Path) -> tuple[bool, str]:
+    t0 = time.monotonic()
+    full = dict(os.environ, PYTHONPATH=sys.path[0])
+    yes = subprocess.Popen(["yes", "Invasive carcinoma."], stdout=subprocess.PIPE)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pathgls", "logic", "/dev/stdin"],
+                              stdin=yes.stdout, env=full, capture_output=True, text=True,
+                              timeout=120, cwd=tempfile.gettempdir())  # fmt: skip
+    finally:
+        yes.kill()
+        yes.wait()
+    text = done.stdout + done.stderr
+    return _refused(done.returncode, text, time.monotonic() - t0, "PATHGLS_MAX_TEXT_BYTES")
+
+
+def _raw_server(mode: str) -> tuple[Any, str]:
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+
+    def run() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            with contextlib.suppress(OSError):
+                if mode == "chunked":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    while True:
+                        conn.sendall(b"1\r\n \r\n")
+                        time.sleep(0.05)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"{" * 100)
+            conn.close()
+
+    threading.Thread(target=run, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+
+
+@case("bounded", "chunked-body-that-never-ends", 120)
+def _chunked(tmp: Path) -> tuple[bool, str]:
+    from pathgls.errors import LLMError
+    from pathgls.llm.client import ChatClient
+
+    srv, url = _raw_server("chunked")
+    t0 = time.monotonic()
+    try:
+        client = ChatClient(url, "m", timeout_s=2, max_retries=0)
+        client.complete([{"role": "user", "content": "x"}])
+    except LLMError as e:
+        took = time.monotonic() - t0
+        return took < 5, f"cut after {took:.1f} s (deadline 2 s): {str(e)[-60:]}"
+    finally:
+        srv.close()
+    return False, "answered?"
+
+
+def _scope_case(joint: str, kind: str) -> Case:
+    def run(tmp: Path) -> tuple[bool, str]:
+        from pathgls.text.llm_extractor import LLMExtractor
+        from pathgls.text.scope import infer_scopes
+        from pathgls.text.sections import parse_report
+
+        n = 6000
+        word = {"diagnosis": "carcinoma", "site": "left breast"}[kind]
+        etype = {"diagnosis": "pathological_diagnosis", "site": "anatomical_site"}[kind]
+        parsed = parse_report("Findings: " + joint.join([word] * n) + ".")
+        reply = json.dumps({"entities": [{"text": word, "type": etype}] * n})
+
+        class Client:
+            def complete(self, messages: Any, **options: Any) -> str:
+                return reply
+
+        import logging
+
+        logging.disable(logging.WARNING)
+        entities = LLMExtractor(client=Client()).extract(parsed.text)
+        t0 = time.perf_counter()
+        infer_scopes(parsed, entities)
+        took = time.perf_counter() - t0
+        return took < 10, f"{len(entities)} entities scoped in {took:.1f} s"
+
+    return run
+
+
+case("bounded", "scope-6000-identical-diagnoses-one-clause", 120)(_scope_case(", ", "diagnosis"))
+case("bounded", "scope-6000-identical-sites-one-clause", 120)(_scope_case(", ", "site"))
+case("bounded", "scope-6000-clauses-one-sentence", 120)(_scope_case("; ", "diagnosis"))
+
+
+# -- errors: tracebacks instead of errors -----------------------------------------------------
+
+
+def _key_case(value: str) -> Case:
+    def run(tmp: Path) -> tuple[bool, str]:
+        from pathgls.errors import LLMError
+        from pathgls.llm.client import ChatClient
+
+        os.environ["OPENAI_API_KEY"] = value
+        client = ChatClient("http://127.0.0.1:9/v1", "m", api_key_env="OPENAI_API_KEY",
+                            max_retries=0)  # fmt: skip
+        try:
+            client.complete([{"role": "user", "content": "x"}])
+        except LLMError as e:
+            named = "OPENAI_API_KEY" in str(e) and value.strip() not in str(e)
+            return named, f"LLMError: {str(e)[:90]}"
+        except Exception as e:
+            return False, f"{type(e).__name__}: {str(e)[:80]}"
+        return False, "sent"
+
+    return run
+
+
+case("errors", "api-key-with-crlf-and-a-second-header")(_key_case("sk-abc\r\nX-Evil: 1"))
+case("errors", "api-key-not-latin-1")(_key_case("sk-ключ"))
+case("errors", "api-key-with-a-control-character")(_key_case("sk-a\x01b"))
+
+
+@case("errors", "ascii-console-and-a-non-ascii-name")
+def _ascii(tmp: Path) -> tuple[bool, str]:
+    out = _captioner_run(tmp, "é-ünïcode.png")
+    code, text = cli("gate", str(out), env={"PYTHONIOENCODING": "ascii"})
+    return code in (0, 1) and "Traceback" not in text, f"exit {code}: {text.strip()[-80:]}"
+
+
+@case("errors", "input-nested-2100-folders")
+def _deep(tmp: Path) -> tuple[bool, str]:
+    src = source(tmp, "top.png")
+    fd = os.open(src, os.O_RDONLY)
+    for _ in range(2100):
+        os.mkdir("a", dir_fd=fd)
+        nxt = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    os.close(fd)
+    try:
+        code, text = cli("benchmark", str(src), "--out", str(tmp / "run"), "--subject",
+                         "captioner")  # fmt: skip
+    finally:
+        builders().remove_deep_tree(src / "a")  # too deep for the temporary folder's rmtree
+    return code == 0 and "Traceback" not in text, f"exit {code}: {text.strip()[-80:]}"
+
+
+@case("errors", "run-cache-is-a-file")
+def _cache_file(tmp: Path) -> tuple[bool, str]:
+    src = source(tmp, "roi.png")
+    (tmp / "run").mkdir()
+    (tmp / "run" / "cache").write_text("x")
+    code, text = cli("benchmark", str(src), "--out", str(tmp / "run"), "--subject", "captioner")
+    return code == 2 and "cache" in text and "Traceback" not in text, (
+        f"exit {code}: {text.strip()[-90:]}"
+    )
+
+
+@case("errors", "truncated-content-length-named")
+def _truncated(tmp: Path) -> tuple[bool, str]:
+    from pathgls.errors import LLMError
+    from pathgls.llm.client import ChatClient
+
+    srv, url = _raw_server("short")
+    try:
+        ChatClient(url, "m", max_retries=0).complete([{"role": "user", "content": "x"}])
+    except LLMError as e:
+        return "Content-Length" in str(e), f"LLMError: {str(e)[-90:]}"
+    finally:
+        srv.close()
+    return False, "accepted"
+
+
+# -- silent: a run folder edited after the fact -------------------------------------------------
+
+
+def _edited_value(value: float) -> Case:
+    def run(tmp: Path) -> tuple[bool, str]:
+        out = _captioner_run(tmp)
+        card_path = next((out / "scorecards").rglob("*.json"))
+        card = json.loads(card_path.read_text())
+        card["modules"]["stability"]["value"] = value
+        card_path.write_text(json.dumps(card))
+        code, text = cli("gate", str(out))
+        flagged = "outside [0, 1]" in text
+        return flagged, f"exit {code}; the edited value refused={flagged}"
+
+    return run
+
+
+case("silent", "card-module-value-7.5")(_edited_value(7.5))
+case("silent", "card-module-value-minus-1")(_edited_value(-1.0))
 
 
 # -- running ------------------------------------------------------------------------------------

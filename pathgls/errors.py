@@ -77,6 +77,12 @@ class NotTextError(PathGLSError, ValueError):
     """A file that must be text (a report, a table) is missing, or is binary (format named)."""
 
 
+class InputTooLargeError(NotTextError, TableError):
+    """An input passes a reader's cap (size, stream length, nesting, rows): the message names
+    the cap and the environment variable that raises it (:mod:`pathgls.io.limits`). Caught
+    wherever an unreadable text or table is."""
+
+
 class SameInputError(PathGLSError, ValueError):
     """Two inputs that must differ are the same (references and candidates read from one column)."""
 

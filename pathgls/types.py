@@ -274,6 +274,8 @@ class ModuleScore:
         v = d["value"]
         number = isinstance(v, int | float) and not isinstance(v, bool)
         _check(v is None or number, f"{where}.value", "a number or null", v)
+        if number and not math.isnan(v) and not 0.0 <= v <= 1.0:  # a hand-edited card
+            raise ScoreCardError(f"{where}.value is {v!r}, outside [0, 1]: not a module score")
         reason = d.get("missing_reason")
         _check(
             reason is None or isinstance(reason, str), f"{where}.missing_reason", "a string", reason

@@ -56,7 +56,9 @@ def _images(html: str) -> list[str]:
 
 
 def test_the_report_is_valid_html_with_only_inline_images(run_dir: Path, tmp_path: Path) -> None:
-    out = write_run_report(run_dir=run_dir, out=tmp_path / "report.html")
+    # the slides lie outside the run: named as its source, their pictures are shown
+    config = RunReportConfig(sources=(run_dir.parent / "slides",))
+    out = write_run_report(run_dir=run_dir, out=tmp_path / "report.html", config=config)
     html = out.read_text(encoding="utf-8")
     html5lib.HTMLParser(strict=True).parse(html)  # raises on any parse error
     srcs = _images(html)

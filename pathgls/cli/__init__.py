@@ -113,6 +113,9 @@ def _root(
         False, "--version", help="Print the version and exit.", is_eager=True
     ),
 ) -> None:
+    from pathgls.cli.common import show_warnings
+
+    show_warnings()
     if version:
         from pathgls import __version__
 
@@ -126,6 +129,8 @@ def _root(
 def main() -> None:
     """Console-script entry point."""
     from pathgls.io.memory import limit_heap_fragmentation
+    from pathgls.io.sanitize import replace_unencodable_output
 
     limit_heap_fragmentation()
+    replace_unencodable_output()
     app()

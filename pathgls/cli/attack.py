@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import ConfigError, PathGLSError
+from pathgls.io.sanitize import markup_text as escape
 
 Opt = typer.Option
 #: Where ``attack stain`` writes when ``--out`` is not given.

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.errors import PathGLSError
 from pathgls.io.redact import redact
+from pathgls.io.sanitize import markup_text as escape
 
 Arg = typer.Argument
 Opt = typer.Option

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import CalibrationError, ConfigError, PathGLSError
 from pathgls.io.rundirs import check_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 if TYPE_CHECKING:  # pathgls.meta imports scipy.stats (~1 s): only when the command runs
     from pathgls.meta.calibrate import (

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.sanitize import markup_text as escape
 
 Opt = typer.Option
 

@@ -14,7 +14,6 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -26,6 +25,7 @@ from rich.progress import (
 
 from pathgls.errors import PathGLSError
 from pathgls.io.redact import redact
+from pathgls.io.sanitize import markup_text as escape
 from pathgls.types import ScoreCard
 
 
@@ -52,10 +52,39 @@ def progress_bar(console: Console, *, quiet: bool = False) -> Progress:
 
 
 class _RedactingFormatter(logging.Formatter):
-    """Log lines with secrets masked (:func:`~pathgls.io.redact.redact`)."""
+    """Log lines with secrets masked (:func:`~pathgls.io.redact.redact`) and control characters
+    escaped, continuation lines indented (:func:`~pathgls.io.sanitize.log_text`): a file name
+    holding a line feed or an escape sequence cannot forge a record or drive a terminal."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        from pathgls.io.sanitize import log_text
+
+        return log_text(redact(super().format(record)))
+
+
+class _ConsoleWarnings(logging.Handler):
+    """pathgls's warnings on the stderr of the moment (a test runner swaps it), sanitised like
+    the log (:class:`_RedactingFormatter`), so a warning never goes only to the run log (the
+    run log's "stopped" line is not repeated: the command prints its own ``error:`` line)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(_RedactingFormatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno > logging.WARNING and record.name.startswith("pathgls.cli."):
+            return  # the run log's closing line: the command prints its own error
+        try:
+            sys.stderr.write(f"{record.levelname.lower()}: {self.format(record)}\n")
+        except Exception:  # a closed stderr: nothing to show the warning on
+            self.handleError(record)
+
+
+def show_warnings() -> None:
+    """Show ``pathgls.*`` warnings on stderr (once per process, whatever the command)."""
+    root = logging.getLogger("pathgls")
+    if not any(isinstance(h, _ConsoleWarnings) for h in root.handlers):
+        root.addHandler(_ConsoleWarnings())
 
 
 class _LogFileHandler(logging.StreamHandler):

@@ -14,12 +14,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import NoScoreCardsError, PathGLSError
+from pathgls.io.outputs import write_run_text
 from pathgls.io.rundirs import check_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -147,7 +148,7 @@ def compare(
     if json_out is not None:
         data = dataclasses.asdict(result)
         try:
-            json_out.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        except OSError as e:
-            fail(console, f"cannot write {json_out}: {e}")
+            write_run_text(json_out, json.dumps(data, indent=2))
+        except PathGLSError as e:
+            fail(console, e)
         console.print(f"wrote {escape(str(json_out))}", soft_wrap=True)

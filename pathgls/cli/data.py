@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
 from pathgls.io import samples as sample_data
+from pathgls.io.sanitize import markup_text as escape
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

@@ -10,12 +10,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
 from pathgls.io.rundirs import check_new_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 #: The demo's inputs: a real H&E slide region and a real IHC image (see ``pathgls data list``).
 DEMO_SAMPLES = ("cmu-small-region", "ihc")

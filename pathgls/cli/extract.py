@@ -10,13 +10,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli import preflight
 from pathgls.cli.common import fail, progress_bar, run_logging
 from pathgls.config import DEFAULT_ENCODER, load_config, save_effective_config
 from pathgls.errors import PathGLSError
 from pathgls.io.rundirs import check_new_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 
 def register(app: typer.Typer) -> None:
@@ -157,7 +157,7 @@ def _extract_all(
         current = progress.add_task("patches", total=None)
 
         def on_start(p: Path, i: int) -> None:
-            progress.reset(current, total=None, description=p.name)
+            progress.reset(current, total=None, description=escape(p.name))
 
         def on_progress(done: int, total: int) -> None:
             progress.update(current, completed=done, total=total)

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
+from pathgls.io.confine import confined
+from pathgls.io.outputs import write_run_csv
 from pathgls.io.rundirs import check_run_dir
+from pathgls.io.sanitize import markup_text as escape
 from pathgls.jsontext import JSONTextError, loads_strict
 from pathgls.types import ScoreCard
 
@@ -221,7 +222,7 @@ def gate(
     for path in sorted(search.rglob("*.json")):
         rel = path.relative_to(run_dir).as_posix()
         try:
-            card = _load(path)
+            card = _load(confined(path, run_dir=run_dir, what="ScoreCard"))
         except PathGLSError as e:
             errors += 1
             console.print(f"[red]error:[/] {escape(rel)}: {escape(str(e))}", soft_wrap=True)
@@ -234,13 +235,9 @@ def gate(
     if not rows:
         fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
     try:
-        out_csv.parent.mkdir(parents=True, exist_ok=True)
-        with out_csv.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-    except OSError as e:
-        fail(console, f"cannot write {out_csv}: {e}")
+        write_run_csv(out_csv, columns=CSV_COLUMNS, rows=rows)
+    except PathGLSError as e:
+        fail(console, e)
     print_gate_table(rows)
     counts = {r: sum(row["route"] == r for row in rows) for r in ROUTES}
     console.print(
@@ -317,6 +314,6 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
             _coverage_cell(r),
             f"[{colour[r['route']]}]{r['route']}[/]",
             # the deciding reason and the module that lowered the trust most
-            escape("\n".join(r.get("top_reasons") or [r["first_reason"]])),
+            "\n".join(escape(x) for x in r.get("top_reasons") or [r["first_reason"]]),
         )
     Console().print(table)

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.config import PathGLSConfig
 from pathgls.errors import PathGLSError
+from pathgls.io.sanitize import markup_text as escape
 from pathgls.io.sniff import read_text_bytes
 
 if TYPE_CHECKING:
@@ -381,7 +381,9 @@ def _draw(result: Any, thumb: Background | None, entity: str, out: Path) -> None
             fontsize=12,
             weight="bold",
         )
-    fig.savefig(out, format="png")
+    from pathgls.io.atomic import write_via
+
+    write_via(out, lambda p: fig.savefig(p, format="png"))
 
 
 def _print(score: Any, as_json: bool) -> None:

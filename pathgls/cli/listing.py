@@ -12,11 +12,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.sanitize import markup_text as escape
 from pathgls.registry import Registry, RegistryEntry
 
 

@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
+from pathgls.io.sanitize import markup_text as escape
 from pathgls.io.sniff import read_text_bytes
 from pathgls.io.tables import read_table
 

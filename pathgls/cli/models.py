@@ -8,13 +8,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import find_card, load_cards
+from pathgls.io.sanitize import markup_text as escape
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from pathgls.cli.common import fail
 from pathgls.errors import PathGLSError
 from pathgls.io.rundirs import check_run_dir
+from pathgls.io.sanitize import markup_text as escape
 
 Arg = typer.Argument
 Opt = typer.Option
@@ -30,6 +30,14 @@ def report(
     run: Annotated[Path, Arg(help="Run directory (of `pathgls benchmark` or `pathgls demo`).")],
     out: Annotated[Path | None, Opt(help="HTML file to write (default: RUN/report.html).")] = None,
     failures: Annotated[int, Opt(help="Lowest-trust items in the failure gallery.")] = 6,
+    source: Annotated[
+        list[Path] | None,
+        Opt(
+            "--source",
+            help="Folder (or file) of the run's inputs whose pictures the report may show; "
+            "repeatable. Without it, only files inside RUN are opened.",
+        ),
+    ] = None,
 ) -> None:
     """Write the run's HTML report: config, subjects, comparison, gate, failure gallery."""
     console = Console(stderr=True)
@@ -41,7 +49,8 @@ def report(
 
     try:
         target = out if out is not None else run / "report.html"
-        path = write_run_report(run_dir=run, out=target, config=RunReportConfig(failures=failures))
+        config = RunReportConfig(failures=failures, sources=tuple(source or ()))
+        path = write_run_report(run_dir=run, out=target, config=config)
     except PathGLSError as e:
         fail(console, e)
     Console().print(f"run report: {escape(str(path.resolve()))}", soft_wrap=True)

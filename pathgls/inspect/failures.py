@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import os
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -138,7 +139,11 @@ def _title(card: ScoreCard) -> str:
 
 
 def _item_image(
-    card: ScoreCard, max_side: int, *, run_dir: str | os.PathLike[str]
+    card: ScoreCard,
+    max_side: int,
+    *,
+    run_dir: str | os.PathLike[str],
+    sources: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI.
 
@@ -149,7 +154,7 @@ def _item_image(
     from pathgls.grounding.sources import load_roi_image
     from pathgls.tiling.slides import open_slide
 
-    path = item_path(card.inputs.get("item"), run_dir=run_dir)
+    path = item_path(card.inputs.get("item"), run_dir=run_dir, sources=sources)
     if card.inputs.get("kind") == "roi":
         im = Image.fromarray(load_roi_image(path))
         size = im.size
@@ -228,6 +233,7 @@ def grounding_figure(
     run_dir: str | os.PathLike[str],
     entity: str | None = None,
     max_side: int = 1024,
+    sources: Sequence[str | os.PathLike[str]] = (),
 ) -> Figure:
     """The item's picture beside one entity's per-patch similarity heat map.
 
@@ -236,6 +242,8 @@ def grounding_figure(
         run_dir: Its run directory (the evidence's heat map path is relative to it).
         entity: Phrase or concept of a grounded entity (default: the least grounded one).
         max_side: Longest side of the thumbnail in pixels.
+        sources: The run's input folders, when the items lie outside the run (an item is
+            opened only inside the run or these: :func:`~pathgls.inspect.paths.item_path`).
 
     Returns:
         Two panels (thumbnail; heat map with colour bar) with the entity's best window (cyan)
@@ -259,7 +267,7 @@ def grounding_figure(
     chosen = _pick_entity(ev, entity)
     thumb, size, why = None, (1, 1), ""
     try:
-        thumb, size = _item_image(card, max_side, run_dir=run_dir)
+        thumb, size = _item_image(card, max_side, run_dir=run_dir, sources=sources)
     except (PathGLSError, OSError, ValueError) as e:
         why = f"the item's picture cannot be read: {e}"
     if bad:

@@ -192,6 +192,6 @@ def write_geojson(path: str | os.PathLike[str], collection: dict[str, Any]) -> P
     problems = qupath_geojson_problems(collection)
     if problems:
         raise PathGLSError("invalid GeoJSON: " + "; ".join(problems[:5]))
-    p = Path(path)
-    p.write_text(json.dumps(collection, indent=1), encoding="utf-8")
-    return p
+    from pathgls.io.atomic import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(collection, indent=1))

@@ -5,7 +5,9 @@ A ScoreCard is data: a tampered or foreign card can name any path as its item
 (``inputs.item = "/etc/passwd"``) or heat map (``evidence.map = "../../secret.npz"``), and the
 HTML run report embeds what it opens. So a heat map is opened only when it lies inside the run
 directory (links resolved), and an item only when it has a slide or image extension and lies
-inside the run's source (as its ``manifest.json`` records it) or inside the run directory.
+(links resolved) inside the run directory or inside an input the user named (``pathgls report
+--source DIR``); the run's own ``manifest.json`` is not trusted for that (a received run may
+record ``/`` as its source; :mod:`pathgls.io.confine`).
 Anything else is refused with a :class:`~pathgls.errors.PathGLSError` saying why, and the
 report shows that sentence instead of a picture.
 """
@@ -13,35 +15,38 @@ report shows that sentence instead of a picture.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from pathgls.errors import PathGLSError
-from pathgls.runner.manifest import read_manifest
+from pathgls.io.confine import is_confined
 from pathgls.tiling.readers import IMAGE_EXTENSIONS, WSI_EXTENSIONS
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _normal(path: str | os.PathLike[str]) -> str:
-    """Absolute and without ``..`` (links kept: the inputs of a run may be links)."""
-    return os.path.normpath(os.path.abspath(os.fspath(path)))
-
-
-def item_path(item: object, *, run_dir: str | os.PathLike[str]) -> Path:
+def item_path(
+    item: object,
+    *,
+    run_dir: str | os.PathLike[str],
+    sources: Sequence[str | os.PathLike[str]] = (),
+) -> Path:
     """The item file a card names, when the run may open it (see the module docstring).
 
     A run records the item as it was given (``runs/demo/inputs/ihc.png``, relative to the
     folder the run started in); a notebook opened in ``notebooks/`` or a report written from
     elsewhere does not see it from there. A relative path that does not exist is looked for
-    under each folder above ``run_dir`` (the run's starting folder holds the run), and the
-    run's source, when relative, is taken from the same folder.
+    under each folder above ``run_dir`` (the run's starting folder holds the run).
+
+    Args:
+        item: What the card names (``inputs.item``).
+        run_dir: The run.
+        sources: Inputs the user named (``pathgls report --source``): items there may be
+            opened too. The run's own ``manifest.json`` is not trusted for this (a received
+            run may record ``/`` as its source).
 
     Raises:
         PathGLSError: no item named, an extension that is not a slide or image, a path
-            outside the run's source and run directory, or a file found nowhere (the message
-            says where it looked).
+            (links resolved) outside the run directory and ``sources``, or a file found
+            nowhere (the message says where it looked).
     """
     if not isinstance(item, str) or not item:
         raise PathGLSError("the card names no item file (inputs.item)")
@@ -49,15 +54,12 @@ def item_path(item: object, *, run_dir: str | os.PathLike[str]) -> Path:
         raise PathGLSError(f"the card's item {item!r} is not a slide or image file; not opened")
     recorded = Path(item)
     base = _started_in(recorded, Path(run_dir))
-    roots = [_normal(run_dir)]
-    manifest = read_manifest(run_dir)
-    source = manifest.source if manifest is not None else None
-    if isinstance(source, str) and source:
-        roots.append(_normal(source if base is None else base / source))
     path = recorded if base is None else base / recorded
-    if not any(_inside(_normal(path), root) for root in roots):
+    if not is_confined(path, run_dir=run_dir, inputs=sources):
         raise PathGLSError(
-            f"the card's item {item!r} lies outside the run's source and run directory; not opened"
+            f"the card's item {item!r} lies outside the run directory"
+            + (" and the --source folders" if sources else "")
+            + " (links resolved); not opened (name the run's input folder with --source DIR)"
         )
     return path
 
@@ -86,6 +88,7 @@ def map_path(relative: str, *, run_dir: str | os.PathLike[str]) -> Path:
     """
     root = os.path.realpath(run_dir)
     path = os.path.realpath(os.path.join(root, relative))
-    if os.path.isabs(relative) or not _inside(path, root) or not path.endswith(".npz"):
+    inside = is_confined(path, run_dir=root)
+    if os.path.isabs(relative) or not inside or not path.endswith(".npz"):
         raise PathGLSError(f"the heat map {relative!r} is not a .npz inside the run; not opened")
     return Path(path)

@@ -60,6 +60,8 @@ class RunReportConfig:
     disagreements: int = 5
     # Gate reasons shown per card before "more".
     reasons: int = 3
+    # Input folders whose items may be shown (a run's own manifest is not trusted for that).
+    sources: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if self.failures < 0 or self.thumbnail_side < 32 or self.disagreements < 0:
@@ -297,13 +299,15 @@ def _gate_rows(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def _grounding_panel(card: ScoreCard, run_dir: Path, side: int) -> dict[str, Any]:
+def _grounding_panel(
+    card: ScoreCard, run_dir: Path, side: int, sources: tuple[Path, ...] = ()
+) -> dict[str, Any]:
     """The heat map of the least grounded entity over the thumbnail, or why there is none."""
     from pathgls.inspect.failures import _item_image, _map_values
     from pathgls.inspect.viz import heatmap_overlay
 
     try:
-        thumb, size = _item_image(card, side, run_dir=run_dir)
+        thumb, size = _item_image(card, side, run_dir=run_dir, sources=sources)
     except (PathGLSError, OSError, ValueError) as e:
         return {"image": None, "note": f"the item's picture cannot be read: {e}"}
     g = card.modules.get("grounding")
@@ -429,7 +433,9 @@ def _gallery(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
                 if card.decision and card.decision.reasons
                 else "; ".join(e.splitlines()[0] for e in card.errors),
                 "report": card.reports["original"].text if "original" in card.reports else "",
-                "grounding": _grounding_panel(card, view.run_dir, config.thumbnail_side),
+                "grounding": _grounding_panel(
+                    card, view.run_dir, config.thumbnail_side, config.sources
+                ),
                 "logic": _logic_panel(card),
                 "attack": _attack_panel(card),
                 "random": random_models(card),

@@ -1,11 +1,19 @@
-"""Atomic file writes: a reader (or a killed run) never sees half a file."""
+"""Atomic file writes: a reader (or a killed run) never sees half a file.
+
+Every file pathgls rewrites (cards, gate.csv, summaries, report.html, labels, configs) is
+written to a temporary file beside it, flushed to disk, and renamed over it; a full disk or a
+kill mid-write leaves the previous complete file. The rename replaces a link planted at the
+name instead of writing through it.
+"""
 
 from __future__ import annotations
 
+import csv
 import errno
+import io
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -29,7 +37,22 @@ def write_via(path: str | os.PathLike[str], writer: Callable[[Path], None]) -> P
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _sync_dir(out.parent)
     return out
+
+
+def _sync_dir(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk, where the system allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the rename itself is still atomic
+    finally:
+        os.close(fd)
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> Path:
@@ -52,6 +75,30 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, fsync: bool = 
     written as its backslash escape, which in a JSON string is that very character again.
     """
     return write_bytes_atomic(path, encode_text(text), fsync=fsync)
+
+
+def write_csv_atomic(
+    path: str | os.PathLike[str],
+    *,
+    columns: Sequence[str],
+    rows: Iterable[Mapping[str, object]],
+    delimiter: str = ",",
+) -> Path:
+    """Write a CSV/TSV table atomically, every cell neutralised for spreadsheets
+    (:func:`pathgls.io.sanitize.csv_cell`); keys of a row not in ``columns`` are ignored.
+
+    Raises:
+        OSError: it cannot be written (the previous file, if any, is kept).
+    """
+    from pathgls.io.sanitize import csv_cell
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore",
+                            delimiter=delimiter, lineterminator="\r\n")  # fmt: skip
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: csv_cell(v) for k, v in row.items() if k in columns})
+    return write_text_atomic(path, buf.getvalue())
 
 
 def encode_text(text: str) -> bytes:

@@ -107,6 +107,22 @@ def refuse_links(root: str | os.PathLike[str], names: Iterable[str], *, what: st
         )
 
 
+def refuse_files(root: str | os.PathLike[str], folders: Iterable[str], *, what: str) -> None:
+    """Raise when one of ``folders`` (names pathgls keeps folders under in ``root``) is a
+    file (``RUN/cache`` made a file once failed every item with ``NotADirectoryError``).
+
+    Raises:
+        RunDirError: naming the file and what to do.
+    """
+    for name in folders:
+        path = Path(root) / name
+        if path.exists() and not path.is_dir():
+            raise RunDirError(
+                f"{what}: {path} is a file where pathgls keeps a folder; remove or rename it, "
+                "or use another folder"
+            )
+
+
 def open_nofollow(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """``os.open(path, flags | O_NOFOLLOW)``; a link at ``path`` is a :class:`RunDirError`.
 

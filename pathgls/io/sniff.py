@@ -7,7 +7,7 @@ binary noise). :func:`binary_format` names the format from the file's signature,
 NUL bytes or a high share of control characters; :func:`read_text_bytes` reads a text file
 or raises :class:`~pathgls.errors.NotTextError`.
 
-Core floor: imports only :mod:`pathgls.errors`.
+Core floor: imports only :mod:`pathgls.errors` and :mod:`pathgls.io.limits`.
 """
 
 from __future__ import annotations
@@ -123,17 +123,31 @@ def read_text_bytes(path: str | os.PathLike[str], *, what: str = "report") -> by
     Raises:
         NotTextError: the path is missing, a directory, unreadable, or not text (the message
             names the format found).
+        InputTooLargeError: larger than the text cap, by its size or while streaming (a pipe,
+            ``/dev/zero``), or nested deeper than the nesting cap (:mod:`pathgls.io.limits`).
     """
+    from pathgls.io.limits import check_nesting, check_size, read_capped
+
     p = Path(path)
     if not p.exists():
         raise NotTextError(f"{what} {p}: no such file")
     if p.is_dir():
         raise NotTextError(f"{what} {p} is a directory, not a text file")
     try:
-        data = p.read_bytes()
+        check_size(p, what=what)  # a 60 GB file is refused before any read
+        with p.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)  # a pipe or device (/dev/zero): judged on its head
+            found = binary_format(head)
+            if found is not None:
+                raise NotTextError(f"{what} {p} is {found}, not a text {what}")
+            data = head + read_capped(fh, what=what, where=p, cap=_rest_cap(len(head)))
     except OSError as e:
         raise NotTextError(f"cannot read {what} {p}: {e}") from e
-    found = binary_format(data[:SNIFF_BYTES])
-    if found is not None:
-        raise NotTextError(f"{what} {p} is {found}, not a text {what}")
+    check_nesting(data, what=what, where=p)
     return data
+
+
+def _rest_cap(head: int) -> int:
+    from pathgls.io.limits import limits
+
+    return max(limits().text_bytes - head, 0)

@@ -8,6 +8,7 @@ Every table a user hands pathgls goes through :func:`read_table`, which
 - refuses a quoted field that swallowed what look like whole rows (a stray quote closed by
   another one many lines later), so that no row silently disappears;
 - refuses a row with more fields than the header;
+- refuses a file, a field or a row count past the caps of :mod:`pathgls.io.limits`;
 - returns each row with the line it starts on (the header is line 1).
 
 Quoted fields may hold line breaks (multi-line reports); ``.csv`` files are comma-separated,
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pathgls.errors import TableError
+from pathgls.errors import InputTooLargeError, TableError
+from pathgls.io.limits import ENV, check_nesting, check_size, limits
 from pathgls.io.sniff import file_binary_format
 
 
@@ -64,13 +65,16 @@ def read_table(
     """
     p = Path(path)
     sep = delimiter or delimiter_for(p)
-    csv.field_size_limit(sys.maxsize)
+    caps = limits()
+    csv.field_size_limit(caps.text_bytes)  # one field (a report) is at most a text file
     try:
+        check_size(p, what=what, table=True)  # refused by its size before any read
         found = file_binary_format(p)  # a spreadsheet, a PDF, an image: named, not decoded
         if found is not None:
             raise TableError(f"{what} {p} is {found}, not a TSV/CSV table")
         with p.open(encoding="utf-8-sig", newline="") as fh:
-            return _read(csv.reader(fh, delimiter=sep, strict=True), p, sep, required, what)
+            reader = csv.reader(fh, delimiter=sep, strict=True)
+            return _read(reader, p, sep, required, what, caps.rows)
     except UnicodeDecodeError as e:
         raise TableError(f"{what} {p}: not UTF-8 text ({e.reason} at byte {e.start})") from e
     except OSError as e:
@@ -83,6 +87,7 @@ def _read(
     sep: str,
     required: tuple[str, ...],
     what: str,
+    max_rows: int,
 ) -> Table:
     start = 1
     try:
@@ -110,11 +115,23 @@ def _read(
                     f"{len(columns)}; separator {sep!r})"
                 )
             _check_swallowed(row, len(columns), sep, where, end)
+            if len(table.rows) >= max_rows:
+                raise InputTooLargeError(
+                    f"{what} {p} has more than {max_rows:,} rows, the cap; not read (raise it "
+                    f"with {ENV['rows']}=N, or split the table)"
+                )
+            for value in row:
+                check_nesting(value, what=what, where=where)
             values = {c: (row[i] if i < len(row) else None) for i, c in enumerate(columns)}
             table.rows.append(values)
             table.lines.append(start)
             start = end + 1
     except csv.Error as e:
+        if "field larger than field limit" in str(e):
+            raise InputTooLargeError(
+                f"{what} {p}, line {start}: a field is longer than {limits().text_bytes:,} "
+                f"bytes, the cap; not read (raise it with {ENV['text_bytes']}=N)"
+            ) from e
         raise TableError(
             f"{what} {p}, line {start}: {e}; a quote opened there is never closed"
             if "end of data" in str(e)

@@ -230,6 +230,14 @@ class ChatClient:
         key = os.environ.get(self.api_key_env, "").strip()
         if not key:
             logger.debug("$%s is not set; sending no API key", self.api_key_env)
+        problem = header_value_problem(key)
+        if problem:  # the value itself is never shown: it is a secret
+            raise LLMError(
+                f"${self.api_key_env} cannot be sent as an HTTP header: it holds {problem}; "
+                "set it to the key alone",
+                endpoint=self.shown_url,
+                model=self.model,
+            )
         return key or None
 
     def _post(self, body: bytes, key: str | None) -> str:
@@ -308,6 +316,12 @@ class ChatClient:
             raw = response.read(self.max_response_bytes + 1)
             if expired.is_set():
                 raise TimeoutError(f"deadline of {self.timeout_s:g} s")
+            if response.length and len(raw) <= self.max_response_bytes:  # announced, not sent
+                raise _Transient(
+                    f"the answer was cut short: the server announced "
+                    f"{response.getheader('Content-Length')} bytes (Content-Length) and sent "
+                    f"{len(raw)} before closing the connection"
+                )
             if len(raw) > self.max_response_bytes:
                 raise LLMError(
                     f"chat completion at {self.shown_url} (model {self.model}): the answer is "
@@ -344,6 +358,20 @@ class ChatClient:
             shown = self._mask(str(message)[:200], key)
             raise _Transient(f"answer has no text content: {shown!r}")
         return self.secrets(key).scrub(valid_unicode(content))
+
+
+def header_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an HTTP header value (a line break, which would forge a second
+    header, another control character, or a character outside Latin-1), naming the position
+    but never the value; None when it can."""
+    for i, char in enumerate(value):
+        if char in "\r\n":
+            return f"a line break at character {i + 1}"
+        if (ord(char) < 32 and char != "\t") or ord(char) == 127:
+            return f"a control character (U+{ord(char):04X}) at character {i + 1}"
+        if ord(char) > 255:
+            return f"a character outside Latin-1 (U+{ord(char):04X}) at character {i + 1}"
+    return None
 
 
 class _Transient(Exception):

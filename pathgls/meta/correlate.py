@@ -189,8 +189,10 @@ def scatter_plot(
     ax.set_ylabel("expert score / 4")
     ax.set_title(f"{metric}: r = {c.pearson:.3f}, ρ = {c.spearman:.3f} (n = {c.n})")
     fig.tight_layout()
+    from pathgls.io.atomic import write_via
+
     out = Path(path)
-    fig.savefig(out, dpi=120)
+    write_via(out, lambda p: fig.savefig(p, dpi=120, format=out.suffix.lstrip(".") or "png"))
     plt.close(fig)
     return out
 

@@ -195,9 +195,15 @@ def write_manifest(run_dir: str | Path, manifest: Manifest) -> Path:
 
 
 def read_manifest(run_dir: str | Path) -> Manifest | None:
-    """The manifest of a run, or None when there is none (or it cannot be read as one)."""
+    """The manifest of a run, or None when there is none (or it cannot be read as one, or it
+    is a link out of the run: :mod:`pathgls.io.confine`)."""
+    from pathgls.io.confine import is_confined
+
+    path = Path(run_dir) / "manifest.json"
+    if not is_confined(path, run_dir=run_dir):
+        return None
     try:
-        data = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
         return Manifest.from_dict(data)
     except (OSError, ValueError, TypeError):
         return None

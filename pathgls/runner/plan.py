@@ -17,6 +17,7 @@ from pathgls.io.redact import redact
 from pathgls.runner.items import WorkItem
 from pathgls.runner.local import Task
 from pathgls.runner.store import ResultsStore
+from pathgls.subjects.replay import replay_revision
 from pathgls.tiling.identity import FileIdentity, IdentityCheck, check_identity
 from pathgls.types import ScoreCard
 
@@ -52,6 +53,8 @@ def plan_run(items: list[WorkItem], config: PathGLSConfig, store: ResultsStore) 
     done: list[ScoreCard] = []
     foreign: dict[tuple[str, str], str] = {}
     checks: dict[tuple[str, FileIdentity], IdentityCheck | None] = {}
+    # what a subject replays is part of its identity: an edited replay file is evaluated again
+    revisions = {s: replay_revision(s) for s in config.run.subjects}
     for item in items:
         kept: list[ScoreCard] = []
         notes: list[str] = []
@@ -65,6 +68,9 @@ def plan_run(items: list[WorkItem], config: PathGLSConfig, store: ResultsStore) 
                     f"{path.name} holds {card.item_id} · {card.subject}"
                 )
                 continue
+            made_by = card.inputs.get("subject_revision")
+            if revisions[subject] is not None and made_by not in (None, revisions[subject]):
+                continue  # the replayed file changed since this card was made: redone
             stored = FileIdentity.from_dict(card.inputs.get("slide_identity") or {})
             if stored is None:  # a card from before identities were stored
                 kept.append(card)

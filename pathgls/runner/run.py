@@ -16,7 +16,7 @@ from pathgls.io.atomic import describe_os_error, remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
 from pathgls.io.redact import redact
-from pathgls.io.rundir import check_out_dir, refuse_links
+from pathgls.io.rundir import check_out_dir, refuse_files, refuse_links
 from pathgls.runner.items import WorkItem, discover, read_references
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import (
@@ -30,7 +30,7 @@ from pathgls.runner.plan import RunPlan as RunPlan  # re-exported
 from pathgls.runner.plan import plan_run, stored_card
 from pathgls.runner.plan import plan_tasks as plan_tasks  # re-exported
 from pathgls.runner.runlog import RunTimings
-from pathgls.runner.store import OWN_ENTRIES, ResultsStore, subject_dir_name
+from pathgls.runner.store import OWN_ENTRIES, OWN_FOLDERS, ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ def run_benchmark(
         ) from e
     what = f"run directory {store.root}"
     refuse_links(store.root, OWN_ENTRIES, what=what)
+    refuse_files(store.root, OWN_FOLDERS, what=what)
     hint = "rerun with `pathgls benchmark --wait` to wait for it, or use another --out"
     with locked(store.root / RUN_LOCK, what=what, wait_s=wait_s, hint=hint):
         return _run_locked(

@@ -36,14 +36,17 @@ from typing import Any
 import numpy as np
 
 from pathgls.config import FusionConfig
-from pathgls.errors import PathGLSError, RunDirError, ScoreCardError
+from pathgls.errors import ConfigError, PathGLSError, RunDirError, ScoreCardError
 from pathgls.io.atomic import describe_os_error, encode_text, write_bytes_atomic, write_text_atomic
+from pathgls.io.confine import is_confined
 from pathgls.io.names import safe_stem
 from pathgls.io.redact import redact, redact_data
 from pathgls.io.rundir import make_dir, open_nofollow
 from pathgls.types import ScoreCard, Status
 
 #: Names (``fnmatch`` patterns) of what pathgls writes in a run directory; none may be a link.
+#: Those of :data:`OWN_ENTRIES` that are folders.
+OWN_FOLDERS = ("scorecards", "grounding", "cache", "plots", "logs")
 OWN_ENTRIES = (
     ".pathgls.lock",
     "manifest.json",
@@ -213,6 +216,9 @@ class ResultsStore:
     def iter_cards(self) -> Iterator[tuple[Path, ScoreCard | None, str | None]]:
         """Every stored card as ``(path, card, None)``, or ``(path, None, error)`` if unreadable."""
         for path in sorted(self.scorecards_dir.rglob("*.json")):
+            if not is_confined(path, run_dir=self.root):  # a link out of a received run
+                yield path, None, f"RunDirError: {path} is a link out of the run; not read"
+                continue
             try:
                 yield path, self.read_card(path), None
             except (OSError, ScoreCardError) as e:
@@ -232,6 +238,8 @@ class ResultsStore:
         from pathgls.config import load_config
 
         path = self.root / "config.toml"
+        if path.is_file() and not is_confined(path, run_dir=self.root):
+            raise ConfigError(f"{path} is a link out of the run (to {os.path.realpath(path)})")
         return load_config(path).fusion if path.is_file() else FusionConfig()
 
 

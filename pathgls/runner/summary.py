@@ -25,6 +25,7 @@ import pandas as pd
 from pathgls.config import FusionConfig
 from pathgls.errors import ConfigError, PathGLSError
 from pathgls.io.atomic import write_via
+from pathgls.io.sanitize import csv_cell
 from pathgls.meta.ranking import RULE, card_coverage, rank_subjects
 from pathgls.meta.stats import bootstrap_ci
 from pathgls.types import ROUTES, STATUSES, ScoreCard
@@ -178,7 +179,8 @@ def write_summary(table: pd.DataFrame, *, out_dir: str | os.PathLike[str]) -> di
         PathGLSError: A file cannot be written.
     """
     out = Path(out_dir)
-    files = {"csv": _atomic_write(out / "summary.csv", lambda p: table.to_csv(p, index=False))}
+    cells = table.apply(lambda col: col.map(csv_cell) if col.dtype == object else col)
+    files = {"csv": _atomic_write(out / "summary.csv", lambda p: cells.to_csv(p, index=False))}
     if parquet_available():
         files["parquet"] = _atomic_write(
             out / "summary.parquet", lambda p: table.to_parquet(p, engine="pyarrow", index=False)
@@ -368,9 +370,10 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     come first, the coverage and the full trust beside them. Metrics that no subject has are
     left out of the table and named in its caption.
     """
-    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
+
+    from pathgls.io.sanitize import markup_text as escape
 
     shown = [m for m in METRICS if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
     absent = [m for m in METRICS if m not in shown]

@@ -199,6 +199,23 @@ class ReplaySubject:
         return report
 
 
+def replay_revision(spec: str) -> str | None:
+    """The ``revision`` a ``replay:<file>`` subject will have (the first 12 hex digits of the
+    file's SHA-256), without reading its records; None for another subject or an unreadable
+    file. A run compares it with its cards' ``subject_revision``: an edited replay file is
+    evaluated again instead of keeping the old recordings' scores."""
+    if not spec.startswith(f"{_SCHEME}:"):
+        return None
+    digest = hashlib.sha256()
+    try:
+        with open(spec.split(":", 1)[1].strip(), "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()[:12]
+
+
 @register_subject(
     _SCHEME,
     description="reports recorded earlier, looked up by item id and condition: replay:<file.jsonl>",

@@ -364,3 +364,27 @@ def hostile_bag(kind: str, directory: str | os.PathLike[str]) -> tuple[Path, str
     with h5py.File(path, "r+") as f:
         edit(f, path)
     return path, words
+
+
+def remove_deep_tree(top: str | os.PathLike[str]) -> None:
+    """Remove a folder chain too deep for ``shutil.rmtree`` (which recurses once per level and
+    paths longer than the system allows), going down by folder descriptors and back up."""
+    fds = [os.open(top, os.O_RDONLY)]
+    try:
+        while True:  # down the chain: each folder holds at most one folder
+            subdirs = [e.name for e in os.scandir(fds[-1]) if e.is_dir(follow_symlinks=False)]
+            if not subdirs:
+                break
+            fds.append(os.open(subdirs[0], os.O_RDONLY, dir_fd=fds[-1]))
+        while fds:  # back up: empty each folder, then remove it from its parent
+            fd = fds.pop()
+            for entry in os.scandir(fd):
+                if entry.is_dir(follow_symlinks=False):
+                    os.rmdir(entry.name, dir_fd=fd)
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+            os.close(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    os.rmdir(top)

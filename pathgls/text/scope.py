@@ -149,6 +149,68 @@ def clause_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(cuts) if a < b]
 
 
+_UNSET = object()
+#: Entities of a clause an entity's scope looks at: the nearest this many (no real clause holds
+#: more; a clause of 6,000 entities made scoping quadratic: 176 s).
+NEAREST = 64
+
+
+class _Clauses:
+    """The clauses of one sentence, found once, and what each entity's scope asks of them:
+    its clause (by bisection), the members near it, and per-clause facts computed once (what
+    used to be recomputed per entity, quadratic in a clause of thousands of entities)."""
+
+    def __init__(
+        self, text: str, start: int, end: int, entities: Sequence[Entity], members: list[int]
+    ) -> None:
+        self.text, self.start, self.end, self.entities = text, start, end, entities
+        self.spans = clause_spans(text, start, end)
+        self.starts = [a for a, _ in self.spans]
+        ordered = sorted(members, key=lambda j: entities[j].start)
+        self.order = ordered
+        self.member_starts = [entities[j].start for j in ordered]
+        self.memo: dict[tuple[str, int, int], object] = {}
+
+    def of(self, e: Entity) -> tuple[int, int]:
+        k = bisect.bisect_right(self.starts, e.start) - 1
+        if 0 <= k < len(self.spans) and self.spans[k][0] <= e.start < self.spans[k][1]:
+            return self.spans[k]
+        return self.start, self.end
+
+    def before(self, at: int) -> int:
+        """The start of the clause before the one starting at ``at`` (else the sentence's)."""
+        k = bisect.bisect_left(self.starts, at) - 1
+        return self.starts[k] if k >= 0 else self.start
+
+    def _range(self, lo: int, hi: int) -> tuple[int, int]:
+        starts = self.member_starts
+        return bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi)
+
+    def has_site(self, clause: tuple[int, int]) -> bool:
+        def find() -> bool:
+            a, b = self._range(*clause)
+            return any(self.entities[j].type == "anatomical_site" for j in self.order[a:b])
+
+        return bool(self.fact("site", clause, find))
+
+    def near(self, i: int, clause: tuple[int, int]) -> list[int]:
+        """The members in ``clause`` other than ``i``, at most :data:`NEAREST` of them (the
+        nearest to ``i`` by position), in their order."""
+        a, b = self._range(*clause)
+        if b - a <= NEAREST + 1:
+            return sorted(j for j in self.order[a:b] if j != i)
+        at = bisect.bisect_left(self.member_starts, self.entities[i].start, a, b)
+        lo = max(a, min(at - NEAREST // 2, b - NEAREST - 1))
+        return sorted([j for j in self.order[lo : lo + NEAREST + 1] if j != i][:NEAREST])
+
+    def fact(self, name: str, clause: tuple[int, int], compute: object) -> object:
+        """``compute()`` for ``clause``, computed once."""
+        key = (name, *clause)
+        if key not in self.memo:
+            self.memo[key] = compute()  # type: ignore[operator]
+        return self.memo[key]
+
+
 def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
     """Scopes of ``entities`` (offsets into ``parsed.text``), see the module docstring."""
     text = parsed.text
@@ -194,16 +256,15 @@ def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:
             header = Scope()  # "Breast left, excision showed ...": a new subject ends the label
         base = Scope(part=part, organ=header.organ, side=header.side, station=header.station)
         out.sentence_scopes.append(base)
+        clauses = _Clauses(text, sent.start, sent.end, entities, members)
         for i in members:
-            clause = _clause_of(text, sent.start, sent.end, entities[i])
-            if text[clause[0] : clause[0] + 1] == "(" and not any(
-                entities[j].type == "anatomical_site" and clause[0] <= entities[j].start < clause[1]
-                for j in members
-            ):  # "(no dysplasia or malignancy)": about what the parenthesis follows
-                before = [a for a, _ in clause_spans(text, sent.start, sent.end) if a < clause[0]]
-                clause = (before[-1] if before else sent.start, clause[1])
+            clause = clauses.of(entities[i])
+            if text[clause[0] : clause[0] + 1] == "(" and not clauses.has_site(clause):
+                # "(no dysplasia or malignancy)": about what the parenthesis follows
+                clause = (clauses.before(clause[0]), clause[1])
             out.clauses[i] = clause
-            out.entity_scopes[i] = _entity_scope(text, entities, i, members, clause, base)
+            near = clauses.near(i, clause)
+            out.entity_scopes[i] = _entity_scope(text, entities, i, near, clause, base, clauses)
         prev_end = sent.end
     _modifiers_take_their_lesion(entities, out)
     return out
@@ -214,19 +275,17 @@ _MODIFIER_TYPES = frozenset({"diagnosis_descriptor", "grade"})
 
 def _modifiers_take_their_lesion(entities: Sequence[Entity], out: ScopeMap) -> None:
     """A descriptor or grade without a place of its own is where the lesion it is said of is."""
+    heads: dict[tuple[str, tuple[int, int]], int] = {}  # (lesion, clause) → its first entity
+    for j, d in enumerate(entities):
+        if d.type in _LESION_TYPES:
+            heads.setdefault((d.concept or d.text.lower(), out.clauses[j]), j)
     for i, e in enumerate(entities):
         scope = out.entity_scopes[i]
         if e.type not in _MODIFIER_TYPES or scope.lesion is None or scope.organ is not None:
             continue
-        head = [
-            j
-            for j, d in enumerate(entities)
-            if d.type in _LESION_TYPES
-            and (d.concept or d.text.lower()) == scope.lesion
-            and out.clauses[j] == out.clauses[i]
-        ]
-        if head:
-            lesion_scope = out.entity_scopes[head[0]]
+        head = heads.get((scope.lesion, out.clauses[i]))
+        if head is not None:
+            lesion_scope = out.entity_scopes[head]
             out.entity_scopes[i] = dataclasses.replace(
                 scope, organ=lesion_scope.organ, side=scope.side or lesion_scope.side
             )
@@ -267,13 +326,6 @@ def _side(text: str) -> str | None:
     return sides.pop() if len(sides) == 1 else None
 
 
-def _clause_of(text: str, start: int, end: int, e: Entity) -> tuple[int, int]:
-    for a, b in clause_spans(text, start, end):
-        if a <= e.start < b:
-            return a, b
-    return start, end
-
-
 #: Station words inside a lymph-node count ("4 of 8 peribronchial lymph nodes"), named as the
 #: lexicon's node sites are.
 _COUNT_STATIONS = (
@@ -298,13 +350,15 @@ def _count_station(text: str, e: Entity, lo: int, hi: int) -> str:
     return f"{name} level {level.group('level').lower()}" if level else name
 
 
-def _station(text: str, site: Entity, lo: int, hi: int) -> str:
-    """A node station: the node site's concept, qualified by "non-" and its level."""
+def _station(text: str, site: Entity, lo: int, hi: int, *, level: object = _UNSET) -> str:
+    """A node station: the node site's concept, qualified by "non-" and its level (``level``:
+    ``_LEVEL.search(text, lo, hi)`` when already found)."""
     name = site.concept or _NODE_ROOT
     if _NON_SENTINEL.search(text[max(lo, site.start - 5) : site.start]) and "sentinel" in name:
         name = "non-" + name
-    level = _LEVEL.search(text, lo, hi)
-    return f"{name} level {level.group('level').lower()}" if level else name
+    if level is _UNSET:
+        level = _LEVEL.search(text, lo, hi)
+    return f"{name} level {level.group('level').lower()}" if level else name  # type: ignore[attr-defined]
 
 
 #: Entity types that make a statement: a site between one of them and a statement is theirs.
@@ -412,20 +466,22 @@ def _entity_scope(
     text: str,
     entities: Sequence[Entity],
     i: int,
-    members: list[int],
+    in_clause: list[int],
     clause: tuple[int, int],
     base: Scope,
+    clauses: _Clauses,
 ) -> Scope:
+    """The scope of entity ``i``; ``in_clause``: the other entities of its clause (the nearest
+    :data:`NEAREST`), ``clauses``: the facts of its sentence's clauses, computed once."""
     e = entities[i]
     lo, hi = clause
-    in_clause = [j for j in members if j != i and lo <= entities[j].start < hi]
     clause_entities = [entities[j] for j in in_clause]
     sites = _own_sites(
         text, clause_entities, e, [x for x in clause_entities if x.type == "anatomical_site"]
     )
     node_sites = [x for x in sites if is_node_site(x)]
     organ_sites = [x for x in sites if not is_node_site(x) and organ_of(x) not in _TISSUES]
-    clause_text = text[lo:hi]
+    clause_text = str(clauses.fact("text", clause, lambda: text[lo:hi]))
     organ, side, station, locus = base.organ, base.side, base.station, None
     invasion = _is_invasion(e)
     counts = [x for x in clause_entities if x.type in _NODE_TYPES]
@@ -460,7 +516,11 @@ def _entity_scope(
         parts = [x for x in organ_sites if x.attributes.get("part_of")]
         if parts and organ is not None:  # "the nipple is free of ...", "in the right upper lobe"
             locus = "|".join(sorted({x.concept for x in parts}))
-        structures = {m.group(0).lower() for m in _STRUCTURES.finditer(clause_text)}
+        structures = clauses.fact(
+            "structures",
+            clause,
+            lambda: {m.group(0).lower() for m in _STRUCTURES.finditer(clause_text)},
+        )
         if e.negated and structures and locus is None:  # "the serosa is free of tumour"
             locus = "|".join(sorted(structures))
     if organ is None and e.attributes.get("site") and not nodal and not invasion:
@@ -470,24 +530,32 @@ def _entity_scope(
         if e.type in _NODE_TYPES or (site_e is None and counts):  # a count names its station
             count = e if e.type in _NODE_TYPES else counts[0]
             station = _count_station(text, count, lo, hi)
-            side = _side(text[count.start : count.end]) or _side(clause_text)
+            side = _side(text[count.start : count.end]) or clauses.fact(
+                "side", clause, lambda: _side(clause_text)
+            )
         elif site_e is not None:
-            station = _station(text, site_e, lo, hi)
+            level = clauses.fact("level-at", clause, lambda: _LEVEL.search(text, lo, hi))
+            station = _station(text, site_e, lo, hi, level=level)
             side = _site_side(text, site_e)
 
         else:
-            level = _LEVEL.search(clause_text)
+            level = clauses.fact("level", clause, lambda: _LEVEL.search(clause_text))
             station = station or (
                 f"{_NODE_ROOT} level {level.group('level').lower()}" if level else _NODE_ROOT
             )
-            side = _side(clause_text) or (side if base.station else None)
+            side = clauses.fact("side", clause, lambda: _side(clause_text)) or (
+                side if base.station else None
+            )
         if station == _NODE_ROOT and base.station:  # "lymph nodes" under "Sentinel node:"
             station, side = base.station, side or base.side
         organ = None
     if (
         locus is None
         and e.type != "margin"
-        and (any(x.type == "margin" for x in clause_entities) or _MARGIN_WORDS.search(clause_text))
+        and (
+            any(x.type == "margin" for x in clause_entities)
+            or clauses.fact("margin", clause, lambda: _MARGIN_WORDS.search(clause_text))
+        )
     ):
         locus = "margin"
     return Scope(
@@ -497,7 +565,12 @@ def _entity_scope(
         station=station,
         locus=locus,
         lesion=_lesion(entities, e, in_clause),
-        quantifier=_quantifier(text, e, lo, hi),
+        quantifier=_quantifier(
+            e,
+            lo,
+            clauses.fact("all", clause, lambda: _ALL.search(clause_text) is not None),
+            clauses.fact("partial", clause, lambda: list(_PARTIAL.finditer(clause_text))),
+        ),
     )
 
 
@@ -546,16 +619,17 @@ _SET_TYPES = frozenset(
 )
 
 
-def _quantifier(text: str, e: Entity, lo: int, hi: int) -> str | None:
+def _quantifier(e: Entity, lo: int, says_all: object, partial: object) -> str | None:
     """``partial`` / ``all`` when the statement speaks of part or all of a set.
 
     "Two of the nodes", "most nodes" make a statement about node or margin involvement partial;
-    "remaining", "other", "additional", "residual" make any statement partial.
+    "remaining", "other", "additional", "residual" make any statement partial. ``says_all``:
+    whether the clause (starting at ``lo``) matches ``_ALL``; ``partial``: its ``_PARTIAL``
+    matches (both found once per clause).
     """
-    window = text[lo:hi]
-    if _ALL.search(window):
+    if says_all:
         return "all"
-    for m in _PARTIAL.finditer(window):
+    for m in partial:  # type: ignore[attr-defined]
         if m.group(0).split()[0].lower() not in _PARTIAL_WORDS and e.type not in _SET_TYPES:
             continue
         # a count about *these* nodes ("2 of 14 nodes") is the statement itself, not a part

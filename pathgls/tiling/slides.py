@@ -13,6 +13,7 @@ from pathgls.config import DEFAULT_PIXELS_PER_BYTE
 from pathgls.errors import NoSlidesFoundError, SlideError, SlideOpenError, SlideReadError
 from pathgls.io.checksums import file_sha256
 from pathgls.io.names import printable
+from pathgls.io.walk import files_below
 from pathgls.tiling.readers import (
     IMAGE_EXTENSIONS,
     WSI_EXTENSIONS,
@@ -184,9 +185,7 @@ def find_slides(path: str | os.PathLike[str]) -> list[Path]:
     found: list[Path] = []
     hidden: list[Path] = []
     dicom_dirs: set[Path] = set()
-    for f in sorted(p.rglob("*")):
-        if not f.is_file():
-            continue
+    for f in files_below(p):  # no recursion: 2,100 nested folders are walked too
         suffix = f.suffix.lower()
         if f.name.startswith("."):  # ._x.svs (macOS resource forks), .x.png: not slides...
             if suffix in known and not f.name.endswith(".tmp"):
