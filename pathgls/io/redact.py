@@ -180,6 +180,18 @@ def url_secrets(url: str) -> list[str]:
     return sorted({v for v in found if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 
+def holds_masked_secret(text: str) -> bool:
+    """Whether ``text`` holds :data:`MASK` where :func:`redact` puts a secret: a spec read back
+    from a stored (redacted) config, whose credentials were never recorded.
+
+    A literal ``***`` elsewhere (a model name, a path) is not one.
+    """
+    if MASK not in text:
+        return False
+    probe = "pathglsMaskedSecretProbe"
+    return redact(text.replace(MASK, probe)).count(probe) < text.count(MASK)
+
+
 def redact_data(obj: Any) -> Any:
     """:func:`redact` on every string (keys too) of a JSON-like value."""
     if isinstance(obj, str):
