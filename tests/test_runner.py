@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,10 +60,24 @@ def ROI(sample_rois: tuple[Path, ...]) -> Path:
     return sample_rois[0]
 
 
+def private_copies(folder: Path, *files: Path) -> Path:
+    """Copies of ``files`` that only this test can touch.
+
+    A ScoreCard records its input file's identity (size, mtime, hashes); a link into the
+    shared sample cache would let any other process that rewrites or touches that file (a
+    second test session fetching it, `pathgls data sample --force`) change what a run records
+    between the two runs a test compares.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy2(f, folder / f.name)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def two_by_two(tmp_path_factory: pytest.TempPathFactory, CMU, ROI) -> tuple[Path, Path, object]:
     base = tmp_path_factory.mktemp("two")
-    src = link(base / "slides", CMU, ROI)
+    src = private_copies(base / "slides", CMU, ROI)
     out = base / "run"
     result = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     return src, out, result
