@@ -108,6 +108,7 @@ def build_run_config(
     import dataclasses
 
     from pathgls.config import load_config, validate_run
+    from pathgls.io.redact import refuse_masked_secrets
 
     no_encoder = encoder is not None and encoder.strip().lower() == "none"
     cfg = load_config(
@@ -130,6 +131,7 @@ def build_run_config(
     if no_encoder:
         cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder, name=None))
     validate_run(cfg)
+    refuse_masked_secrets(subjects=cfg.run.subjects, address=cfg.run.address)
     return cfg
 
 

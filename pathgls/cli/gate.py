@@ -13,8 +13,10 @@ from rich.table import Table
 
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
+from pathgls.fusion import IMAGE_UNCHECKED
 from pathgls.io.rundirs import check_run_dir
 from pathgls.jsontext import JSONTextError, loads_strict
+from pathgls.reasons import card_reasons
 from pathgls.types import ScoreCard
 
 Arg = typer.Argument
@@ -249,6 +251,14 @@ def gate(
         f"{f', {errors} error(s)' if errors else ''} → {escape(str(out_csv))}",
         soft_wrap=True,
     )
+    unchecked = [r for r in rows if r["route"] == "deploy" and IMAGE_UNCHECKED in r["reasons"]]
+    if unchecked:
+        console.print(
+            f"[yellow]warning:[/] {len(unchecked)} deployed report(s) were never checked against "
+            "their image (no grounding score; `--require none` let them through): "
+            + escape(", ".join(f"{r['item_id']} · {r['subject']}" for r in unchecked[:10])),
+            soft_wrap=True,
+        )
     raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
@@ -263,7 +273,7 @@ def card_row(card: ScoreCard, *, file: str = "", coverage: float | None = None) 
         route = "failed"
         values = {m: "" for m in (*MODULE_COLUMNS, "trust", "coverage")}
     else:
-        reasons, route = list(card.decision.reasons), card.decision.route
+        reasons, route = card_reasons(card), card.decision.route
         values = {m: _fmt(card.value(m)) for m in MODULE_COLUMNS}
         values["trust"] = _fmt(card.trust)
         values["coverage"] = _fmt(coverage)

@@ -249,27 +249,6 @@ def validate_run(config: PathGLSConfig) -> None:
             f"run.{' and run.'.join(ray_only)} set the Ray executor: give --executor ray "
             '(executor = "ray" under [run]) or leave them out'
         )
-    _refuse_masked_secrets(run)
-
-
-def _refuse_masked_secrets(run: RunConfig) -> None:
-    """A spec read back from a run's stored config lost its credentials (masked ``***``): the
-    run would score another (unauthenticated) subject, so it stops and says how to give them."""
-    from pathgls.io.redact import MASK, holds_masked_secret
-
-    for i, spec in enumerate(run.subjects):
-        if holds_masked_secret(spec):
-            raise ConfigError(
-                f"run.subjects[{i}] {spec!r} holds a secret that a stored config never records "
-                f"(masked as {MASK}): give the subject again with --subject SPEC (its URL with "
-                "the credentials), or keep an API key in the environment (subject.api_key_env) "
-                "and leave it out of the URL"
-            )
-    if run.address is not None and holds_masked_secret(run.address):
-        raise ConfigError(
-            f"run.address {run.address!r} holds a secret that a stored config never records "
-            f"(masked as {MASK}): give it again with --address"
-        )
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError
 from pathgls.io.atomic import describe_os_error, remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
-from pathgls.io.redact import redact
+from pathgls.io.redact import redact, refuse_masked_secrets
 from pathgls.io.rundir import check_out_dir, refuse_links
 from pathgls.runner.items import WorkItem, discover
 from pathgls.runner.local import Task, run_local
@@ -101,6 +101,7 @@ def run_benchmark(
     if not isinstance(config, PathGLSConfig):
         raise TypeError(f"config must be a PathGLSConfig, got {type(config).__name__}")
     validate_run(config)
+    refuse_masked_secrets(subjects=config.run.subjects, address=config.run.address)
     config, refs = with_references(config, references)
     items = discover(source, references=refs)
     notes = reference_notes(refs, items, path=config.run.references)
