@@ -152,6 +152,9 @@ def test_gate_on_a_run_directory(two_by_two) -> None:
 
 
 @pytest.mark.slow
+# On a loaded 2-core machine the reference run and the subprocess's start (torch alone: 35 s
+# at load 10) took over 15 minutes together: no wall-clock deadline of its own, a wider timeout.
+@pytest.mark.timeout(2400)
 def test_killed_run_resumes_with_identical_results(tmp_path: Path, two_by_two) -> None:
     # the same items and subjects as two_by_two, whose uninterrupted run is the reference
     src, uninterrupted, _ = two_by_two
@@ -161,12 +164,10 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path, two_by_two) -
         cmd += ["--subject", s]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
     cards_dir = out / "scorecards"
     try:
         while not list(cards_dir.rglob("*.json")):
             assert proc.poll() is None, "the run ended before writing a ScoreCard"
-            assert time.monotonic() < deadline
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

@@ -218,9 +218,11 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def report_run(result: Any, console: Console) -> None:
     """The subject comparison, failures and where the files are."""
+    from pathgls.cli.layout import is_compact
     from pathgls.runner.summary import print_summary
 
-    print_summary(result.summary, console=Console())
+    out = Console()
+    print_summary(result.summary, console=out, compact=is_compact(out))
     from pathgls.cli.common import RANDOM_MARK, random_weight_modules
 
     random = sorted({c.subject for c in result.cards if random_weight_modules(c)})

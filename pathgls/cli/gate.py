@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
+from pathgls.cli.layout import Block, is_compact, print_blocks
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
 from pathgls.fusion import IMAGE_UNCHECKED
 from pathgls.io.rundirs import check_run_dir
@@ -314,6 +315,10 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
         m for r in rows for m in MODULE_COLUMNS if r.get(m)
     }
     shown = [m for m in MODULE_COLUMNS if m in ("grounding", "logic", "stability") or m in carried]
+    console = Console()
+    if is_compact(console):  # narrow or not a terminal: one block per card, nothing cut
+        print_blocks(console, [_gate_block(r, shown, colour) for r in rows])
+        return
     table = Table()
     for col in ("item", "subject", *(MODULE_HEADERS.get(m, m) for m in shown), "trust", "cov"):
         table.add_column(col)
@@ -329,4 +334,16 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
             # the deciding reason and the module that lowered the trust most
             escape("\n".join(r.get("top_reasons") or [r["first_reason"]])),
         )
-    Console().print(table)
+    console.print(table)
+
+
+def _gate_block(row: dict[str, Any], shown: list[str], colour: dict[str, str]) -> Block:
+    """A card in the compact gate layout: route and trust first, then scores, then reasons."""
+    route = row["route"]
+    head = (
+        f"[{colour[route]}]{route}[/] trust {_cell(row, 'trust')} · "
+        f"{escape(row['item_id'])} · {escape(row['subject'])}"
+    )
+    fields = [(MODULE_HEADERS.get(m, m), _cell(row, m)) for m in shown]
+    fields.append(("cov", _coverage_cell(row)))
+    return Block(head=head, fields=fields, notes=row.get("top_reasons") or [row["first_reason"]])

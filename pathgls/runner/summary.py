@@ -387,7 +387,7 @@ def ranked_on(row: dict[str, Any]) -> str:
     return f"{head} · {_format_metric(row, MATCHED)}"
 
 
-def print_summary(table: pd.DataFrame, *, console: Any) -> None:
+def print_summary(table: pd.DataFrame, *, console: Any, compact: bool = False) -> None:
     """Print the summary table on a :class:`rich.console.Console`, one row per subject.
 
     Rows in rank order; the matched trust the rank rests on and the modules it was matched on
@@ -402,6 +402,9 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     absent = [m for m in METRICS if m not in shown]
     caption = f"missing for every subject: {', '.join(absent)}" if absent else None
     caption = "; ".join(x for x in (caption, RULE) if x is not None)
+    if compact:  # one block per subject: nothing cut at 80 columns or in a log
+        _print_compact(table, shown=shown, caption=caption, console=console)
+        return
     out = Table(title="PathGLS benchmark summary", caption=caption)
     out.add_column("rank", justify="right")
     out.add_column("subject", style="bold", overflow="fold")
@@ -432,3 +435,31 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
             *metrics,
         )
     console.print(out)
+
+
+def _print_compact(table: pd.DataFrame, *, shown: list[str], caption: str, console: Any) -> None:
+    """:func:`print_summary` as one block per subject (a head line, then its numbers)."""
+    from rich.markup import escape
+
+    console.print("[bold]PathGLS benchmark summary[/]")
+    order = table.sort_values([RANK_COLUMN, "subject"], na_position="last", kind="stable")
+    for row in order.to_dict(orient="records"):
+        rank = row[RANK_COLUMN]
+        head = "unranked" if not math.isfinite(rank) else f"#{int(rank)}"
+        statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
+        routes = "/".join(str(int(row[r])) for r in ROUTES)
+        console.print(
+            f"[bold]{head} {escape(str(row['subject']))}[/]: {int(row['n_items'])} items, "
+            f"ok/part/fail {statuses}, deploy/review/reject {routes}",
+            overflow="fold",
+        )
+        on = f" on {row['matched_on']}" if row.get("matched_on") else ""
+        console.print(
+            f"  ranked on {escape(ranked_on(row))}{escape(on)} · coverage {_format_coverage(row)}",
+            overflow="fold",
+        )
+        metrics = " · ".join(
+            f"{'full trust' if m == 'trust' else m} {_format_metric(row, m)}" for m in shown
+        )
+        console.print("  " + escape(metrics), overflow="fold")
+    console.print(escape(caption), overflow="fold")
