@@ -13,7 +13,7 @@ holding several runs. Each must exit 2 with its message, and is reported with it
 imports; the goal is under 1.5 s on a quiet machine. The load average is printed before and
 after, since other work on the machine lengthens every figure.
 
-    python benchmarks/bench_startup.py [--repeats 7] [--shared ../shared/data]
+    python benchmarks/bench_startup.py [--repeats 7] [--only-errors]
 """
 
 from __future__ import annotations
@@ -51,15 +51,32 @@ COMMANDS = (
 GOAL_S = 1.5
 
 
-def failure_cases(work: Path, shared: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """(what, argv) of one input error of each kind, with their files made under ``work``."""
-    png = next((shared / "tiles").glob("*.png"))
+def failure_cases(work: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(what, argv) of one input error of each kind, with their files made under ``work``.
+
+    Every file is made here (a fresh clone has no ``../shared``): a 64 px PNG, a folder of
+    notes without a slide, replay files that match no item or hold empty reports.
+    """
+    from PIL import Image
+
+    png = work / "roi.png"
+    Image.new("RGB", (64, 64), (200, 120, 160)).save(png)
     slides = work / "slides"
     slides.mkdir()
     (slides / "roi.png").symlink_to(png)
+    notes = work / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("no slide here\n")
     for run in ("a", "b"):
         (work / "runs" / run / "scorecards").mkdir(parents=True)
+    other = work / "other.jsonl"
+    other.write_text('{"item_id": "elsewhere", "condition": "original", "report": "Benign."}\n')
+    empty = work / "empty.jsonl"
+    empty.write_text('{"item_id": "roi", "condition": "original", "report": "  "}\n')
+    blank = work / "blank.md"
+    blank.write_text("\n \n")
     report = ROOT / "examples" / "report.md"
+    no_item, no_text = f"replay:{other}", f"replay:{empty}"
     return [
         ("missing report", ("logic", str(work / "none.md"))),
         ("binary report (PNG)", ("logic", str(png))),
@@ -71,6 +88,24 @@ def failure_cases(work: Path, shared: Path) -> list[tuple[str, tuple[str, ...]]]
         ("missing slide folder", ("benchmark", str(work / "none"), "--subject", "captioner")),
         ("folder of runs", ("gate", str(work / "runs"))),
         ("same column twice", ("hare", "--refs", str(report), "--cands", str(report))),
+        # the inputs of the model-loading commands, checked before any model is built
+        ("evaluate: a .md as the slide", ("evaluate", str(report), "--subject", "captioner")),
+        (
+            "evaluate: replay matching no item",
+            ("evaluate", str(png), "--subject", no_item),
+        ),
+        (
+            "evaluate: replay of empty reports",
+            ("evaluate", str(png), "--subject", no_text),
+        ),
+        ("benchmark: folder without slides", ("benchmark", str(notes), "--subject", "captioner")),
+        (
+            "benchmark: replay matching no item",
+            ("benchmark", str(slides), "--subject", no_item),
+        ),
+        ("ground: empty report", ("ground", "--report", str(blank), "--image", str(png))),
+        ("ground: a .md as the slide", ("ground", "--report", str(report), "--slide", str(report))),
+        ("extract: a .md as the slide", ("extract", str(report), "--out", str(work / "bags"))),
     ]
 
 
@@ -102,7 +137,9 @@ def heavy_imports(args: tuple[str, ...], *, env: dict[str, str], cwd: Path) -> l
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument(
+        "--only-errors", action="store_true", help="time the input errors only (not start-up)"
+    )
     args = parser.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
@@ -121,14 +158,14 @@ def main() -> None:
         print(f"{'command':<34} {'median s':>9} {'above python':>13}  heavy imports")
         print(f"{'python -c pass (baseline)':<34} {base:9.3f} {0:13.3f}")
         print(f"{'python -c import torch':<34} {torch:9.3f} {torch - base:13.3f}  torch")
-        for cmd in COMMANDS:
+        for cmd in () if args.only_errors else COMMANDS:
             t = timed([py, "-m", "pathgls", *cmd], args.repeats, env=env, cwd=ROOT)
             heavy = ", ".join(heavy_imports(cmd, env=env, cwd=ROOT)) or "none"
             print(f"{'pathgls ' + ' '.join(cmd):<34} {t:9.3f} {t - base:13.3f}  {heavy}")
         print(f"\ninput errors (exit 2; goal < {GOAL_S} s on a quiet machine)")
         print(f"{'error':<34} {'median s':>9} {'above python':>13}  heavy imports")
         worst = 0.0
-        for what, cmd in failure_cases(work, args.shared):
+        for what, cmd in failure_cases(work):
             t = timed([py, "-m", "pathgls", *cmd], args.repeats, env=env, cwd=work, code=2)
             worst = max(worst, t)
             heavy = ", ".join(heavy_imports(cmd, env=env, cwd=work)) or "none"

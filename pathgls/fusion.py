@@ -44,6 +44,7 @@ from pathgls.evidence import (
     StabilityEvidence,
     read_evidence,
 )
+from pathgls.reasons import IMAGE_UNCHECKED, logic_note
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
 #: Decimals of every trust, score, threshold and share the gate prints. The gate decides on
@@ -170,12 +171,8 @@ def _grounding_note(ev: GroundingEvidence) -> str | None:
 
 
 def _logic_note(ev: LogicEvidence) -> str | None:
-    top = ev.top_pair()
-    if top is None:
-        return None
-    p = _finite(top.probability)
-    prob = f" (p={p:.3f})" if p is not None else ""
-    return f"top contradiction {top.premise or '?'!r} vs {top.hypothesis or '?'!r}{prob}"
+    # a contradiction only where a check or the judge says so (pathgls.reasons)
+    return logic_note(ev.top_pairs)
 
 
 def _stability_note(ev: StabilityEvidence) -> str | None:
@@ -416,6 +413,8 @@ def route(
     if t >= shown(config.deploy):
         head = f"trust {_num(trust)} ≥ deploy {_num(config.deploy)}"
         if not blocks:
+            if _value_of(modules.get("grounding")) is None:  # say what nothing measured
+                head += f", {IMAGE_UNCHECKED} (no grounding score)"
             return GateDecision(
                 route="deploy", reasons=[head, *evidence, *gone], thresholds=thresholds
             )

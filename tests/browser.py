@@ -41,6 +41,10 @@ class PageCheck:
     images_loaded: int  # of them: complete with a natural width > 0
     errors: list[str] = field(default_factory=list)  # console errors, exceptions, failed loads
     screenshot: Path | None = None
+    page_width: int = 0  # the document's scroll width, CSS px (wider than the window: scrolls)
+    window_width: int = 0  # the window's inner width, CSS px
+    body_width: int = 0  # the body's width, CSS px (a fixed page width leaves the rest empty)
+    scrolled: int = 0  # elements whose content is wider than they are (scrolled sideways)
 
 
 class _CDP:
@@ -135,6 +139,10 @@ def check_page(
                     "Runtime.evaluate",
                     expression=(
                         "JSON.stringify({title: document.title, images: document.images.length, "
+                        "page: document.documentElement.scrollWidth, window: window.innerWidth, "
+                        "body: document.body.clientWidth, scrolled: Array.from("
+                        "document.querySelectorAll('.scroll, table')).filter("
+                        "e => e.scrollWidth > e.clientWidth + 1).length, "
                         "loaded: Array.from(document.images).filter("
                         "i => i.complete && i.naturalWidth > 0).length})"
                     ),
@@ -150,6 +158,10 @@ def check_page(
                     images_loaded=seen["loaded"],
                     errors=_errors(cdp.events),
                     screenshot=screenshot,
+                    page_width=seen["page"],
+                    window_width=seen["window"],
+                    body_width=seen["body"],
+                    scrolled=seen["scrolled"],
                 )
             finally:
                 cdp.close()

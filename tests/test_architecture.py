@@ -17,7 +17,7 @@ PACKAGE = Path(pathgls.__file__).resolve().parent
 
 #: Lowest first. Each entry is a top-level module or package of pathgls.
 FLOORS: list[tuple[str, ...]] = [
-    ("types", "errors", "registry", "evidence", "jsontext"),
+    ("types", "errors", "registry", "evidence", "jsontext", "reasons"),
     ("config",),
     ("io",),
     ("hub",),

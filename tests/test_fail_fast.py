@@ -352,7 +352,20 @@ def inputs(tmp_path: Path) -> dict[str, str]:
     roi = tmp_path / "roi" / png.name
     roi.parent.mkdir()
     roi.symlink_to(png)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("no slide here\n")
+    other = tmp_path / "other.jsonl"  # records another item only
+    other.write_text('{"item_id": "elsewhere", "condition": "original", "report": "Benign."}\n')
+    blank_replay = tmp_path / "blank.jsonl"  # the item's original report is empty
+    blank_replay.write_text('{"item_id": "tile", "condition": "original", "report": " "}\n')
+    blank = tmp_path / "blank.md"
+    blank.write_text("\n  \n")
     return {
+        "notes": str(notes),
+        "other": str(other),
+        "blank_replay": str(blank_replay),
+        "blank": str(blank),
         "png": str(png),
         "pdf": str(pdf),
         "nul": str(nul),
@@ -427,6 +440,18 @@ CASES: list[tuple[list[str], str]] = [
     (["benchmark", "{roi}", "--subject", "captioner", "--out", "{runs}"], "holds 2 runs"),
     (["demo", "--out", "{runs}"], "holds 2 runs"),
     (["extract", "{roi}", "--out", "{runs}"], "holds 2 runs"),
+    # inputs the model-loading commands read, checked before a model is built
+    (["evaluate", "{report}", "--subject", "captioner"], "unsupported file type .md"),
+    (["evaluate", "{nul}", "--subject", "captioner"], "unsupported file type .md"),
+    (["benchmark", "{notes}", "--subject", "captioner"], "no slides found"),
+    (["benchmark", "{report}", "--subject", "captioner"], "unsupported file type .md"),
+    (["extract", "{report}"], "unsupported file type .md"),
+    (["ground", "--report", "{report}", "--slide", "{report}", "--region", "0,0,64,64"],
+     "unsupported file type .md"),
+    (["ground", "--report", "{blank}", "--image", "{png}"], "is empty"),
+    (["evaluate", "{png}", "--subject", "replay:{other}"], "records no original report"),
+    (["benchmark", "{roi}", "--subject", "replay:{other}"], "records no original report"),
+    (["evaluate", "{png}", "--subject", "replay:{blank_replay}"], "are empty"),
     # the same column as references and candidates
     (["hare", "--refs", "{expert}", "--cands", "{expert}", "--ref-column", "reference",
       "--cand-column", "reference"], "both read column 'reference'"),

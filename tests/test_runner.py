@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,10 +60,24 @@ def ROI(sample_rois: tuple[Path, ...]) -> Path:
     return sample_rois[0]
 
 
+def private_copies(folder: Path, *files: Path) -> Path:
+    """Copies of ``files`` that only this test can touch.
+
+    A ScoreCard records its input file's identity (size, mtime, hashes); a link into the
+    shared sample cache would let any other process that rewrites or touches that file (a
+    second test session fetching it, `pathgls data sample --force`) change what a run records
+    between the two runs a test compares.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copy2(f, folder / f.name)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def two_by_two(tmp_path_factory: pytest.TempPathFactory, CMU, ROI) -> tuple[Path, Path, object]:
     base = tmp_path_factory.mktemp("two")
-    src = link(base / "slides", CMU, ROI)
+    src = private_copies(base / "slides", CMU, ROI)
     out = base / "run"
     result = run_benchmark(source=src, config=load_config(run={"subjects": SUBJECTS}), out=out)
     return src, out, result
@@ -137,6 +152,9 @@ def test_gate_on_a_run_directory(two_by_two) -> None:
 
 
 @pytest.mark.slow
+# On a loaded 2-core machine the reference run and the subprocess's start (torch alone: 35 s
+# at load 10) took over 15 minutes together: no wall-clock deadline of its own, a wider timeout.
+@pytest.mark.timeout(2400)
 def test_killed_run_resumes_with_identical_results(tmp_path: Path, two_by_two) -> None:
     # the same items and subjects as two_by_two, whose uninterrupted run is the reference
     src, uninterrupted, _ = two_by_two
@@ -146,12 +164,10 @@ def test_killed_run_resumes_with_identical_results(tmp_path: Path, two_by_two) -
         cmd += ["--subject", s]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
     cards_dir = out / "scorecards"
     try:
         while not list(cards_dir.rglob("*.json")):
             assert proc.poll() is None, "the run ended before writing a ScoreCard"
-            assert time.monotonic() < deadline
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

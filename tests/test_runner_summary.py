@@ -343,7 +343,7 @@ def test_plots_name_missing_modules_shorten_specs_and_mark_random_weights(
     assert openai.endswith("mistral-7b") and "…" in openai
     # the first groups are the numbers the subjects are ranked on
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks[:3] == ["coverage", "matched trust\n(ranked on)", "full trust"]
+    assert ticks[:3] == ["coverage\n(tier)", "matched trust\n(ranked within tier)", "full trust"]
     ticks = [t.get_text() for t in modules_fig.axes[0].get_xticklabels()]
     assert all(len(t) <= 24 for t in ticks) and any(t.startswith("openai") for t in ticks)
     for fig in figures:

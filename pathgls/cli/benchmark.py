@@ -108,6 +108,7 @@ def build_run_config(
     import dataclasses
 
     from pathgls.config import load_config, validate_run
+    from pathgls.io.redact import refuse_masked_secrets
 
     no_encoder = encoder is not None and encoder.strip().lower() == "none"
     cfg = load_config(
@@ -130,6 +131,7 @@ def build_run_config(
     if no_encoder:
         cfg = dataclasses.replace(cfg, encoder=dataclasses.replace(cfg.encoder, name=None))
     validate_run(cfg)
+    refuse_masked_secrets(subjects=cfg.run.subjects, address=cfg.run.address)
     return cfg
 
 
@@ -216,9 +218,11 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def report_run(result: Any, console: Console) -> None:
     """The subject comparison, failures and where the files are."""
+    from pathgls.cli.layout import is_compact
     from pathgls.runner.summary import print_summary
 
-    print_summary(result.summary, console=Console())
+    out = Console()
+    print_summary(result.summary, console=out, compact=is_compact(out))
     from pathgls.cli.common import RANDOM_MARK, random_weight_modules
 
     random = sorted({c.subject for c in result.cards if random_weight_modules(c)})
@@ -229,6 +233,8 @@ def report_run(result: Any, console: Console) -> None:
             "not a result",
             soft_wrap=True,
         )
+    for warning in getattr(result, "warnings", ()):
+        console.print(f"[yellow]warning:[/] {escape(redact(warning))}", soft_wrap=True)
     c = result.counts
     console.print(
         f"{result.planned} item × subject pairs: {c.get('ok', 0)} ok, {c.get('partial', 0)} "
@@ -253,22 +259,29 @@ def default_run_dir(source: Path) -> Path:
 
 def check_run_inputs(
     *, source: Path, run_config: Any, out: Path | None, references: Path | None = None
-) -> None:
-    """What a run reads and builds, checked before any heavy import.
+) -> list[str]:
+    """What a run reads and builds, checked before any heavy import; returns warnings (items a
+    replay subject has no usable record for).
 
     Raises:
-        PathGLSError: a missing or empty slide source, a bad references table, a folder of
-            runs as ``out``, an unknown subject or encoder, a model not pulled.
+        PathGLSError: a missing or empty slide source, a file that is no slide, a bad
+            references table, a folder of runs as ``out``, an unknown subject or encoder, a
+            model not pulled, a replay file with no usable record for any item.
     """
     from pathgls.cli import preflight
+    from pathgls.cli.input_checks import check_replay_subjects
     from pathgls.io.rundirs import check_new_run_dir
 
     preflight.slides_source(source)
+    recorded = getattr(run_config.run, "references", None)
+    if references is None and recorded is not None:
+        references = Path(recorded)  # a repeated run's recorded references file
     if references is not None:
         preflight.text_file(references, what="references table")
     if out is not None:
         check_new_run_dir(out)
     preflight.check_run_config(run_config)
+    return check_replay_subjects(source=source, subjects=run_config.run.subjects)
 
 
 def benchmark(
@@ -331,7 +344,10 @@ def benchmark(
             workers=workers,
             verify=verify,
         )
-        check_run_inputs(source=slides, run_config=run_config, out=out, references=references)
+        for warning in check_run_inputs(
+            source=slides, run_config=run_config, out=out, references=references
+        ):
+            console.print(f"[yellow]warning:[/] {escape(redact(warning))}", soft_wrap=True)
         result = execute(
             source=slides,
             run_config=run_config,
@@ -396,7 +412,8 @@ def evaluate(
             subject_timeout=subject_timeout,
             subject_retries=subject_retries,
         )
-        check_run_inputs(source=item, run_config=run_config, out=out)
+        for warning in check_run_inputs(source=item, run_config=run_config, out=out):
+            console.print(f"[yellow]warning:[/] {escape(redact(warning))}", soft_wrap=True)
         from pathgls.runner.items import discover
         from pathgls.runner.local import run_local
         from pathgls.runner.store import ResultsStore

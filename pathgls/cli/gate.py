@@ -10,12 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
+from pathgls.cli.layout import Block, is_compact, print_blocks
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
+from pathgls.fusion import IMAGE_UNCHECKED
 from pathgls.io.confine import confined
 from pathgls.io.outputs import write_run_csv
 from pathgls.io.rundirs import check_run_dir
 from pathgls.io.sanitize import markup_text as escape
 from pathgls.jsontext import JSONTextError, loads_strict
+from pathgls.reasons import card_reasons
 from pathgls.types import ScoreCard
 
 Arg = typer.Argument
@@ -246,6 +249,14 @@ def gate(
         f"{f', {errors} error(s)' if errors else ''} → {escape(str(out_csv))}",
         soft_wrap=True,
     )
+    unchecked = [r for r in rows if r["route"] == "deploy" and IMAGE_UNCHECKED in r["reasons"]]
+    if unchecked:
+        console.print(
+            f"[yellow]warning:[/] {len(unchecked)} deployed report(s) were never checked against "
+            "their image (no grounding score; `--require none` let them through): "
+            + escape(", ".join(f"{r['item_id']} · {r['subject']}" for r in unchecked[:10])),
+            soft_wrap=True,
+        )
     raise typer.Exit(1 if counts["reject"] or counts["failed"] else 0)
 
 
@@ -260,7 +271,7 @@ def card_row(card: ScoreCard, *, file: str = "", coverage: float | None = None) 
         route = "failed"
         values = {m: "" for m in (*MODULE_COLUMNS, "trust", "coverage")}
     else:
-        reasons, route = list(card.decision.reasons), card.decision.route
+        reasons, route = card_reasons(card), card.decision.route
         values = {m: _fmt(card.value(m)) for m in MODULE_COLUMNS}
         values["trust"] = _fmt(card.trust)
         values["coverage"] = _fmt(coverage)
@@ -301,6 +312,10 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
         m for r in rows for m in MODULE_COLUMNS if r.get(m)
     }
     shown = [m for m in MODULE_COLUMNS if m in ("grounding", "logic", "stability") or m in carried]
+    console = Console()
+    if is_compact(console):  # narrow or not a terminal: one block per card, nothing cut
+        print_blocks(console, [_gate_block(r, shown, colour) for r in rows])
+        return
     table = Table()
     for col in ("item", "subject", *(MODULE_HEADERS.get(m, m) for m in shown), "trust", "cov"):
         table.add_column(col)
@@ -316,4 +331,16 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
             # the deciding reason and the module that lowered the trust most
             "\n".join(escape(x) for x in r.get("top_reasons") or [r["first_reason"]]),
         )
-    Console().print(table)
+    console.print(table)
+
+
+def _gate_block(row: dict[str, Any], shown: list[str], colour: dict[str, str]) -> Block:
+    """A card in the compact gate layout: route and trust first, then scores, then reasons."""
+    route = row["route"]
+    head = (
+        f"[{colour[route]}]{route}[/] trust {_cell(row, 'trust')} · "
+        f"{escape(row['item_id'])} · {escape(row['subject'])}"
+    )
+    fields = [(MODULE_HEADERS.get(m, m), _cell(row, m)) for m in shown]
+    fields.append(("cov", _coverage_cell(row)))
+    return Block(head=head, fields=fields, notes=row.get("top_reasons") or [row["first_reason"]])

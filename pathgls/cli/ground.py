@@ -159,13 +159,13 @@ def _check_inputs(
 ) -> None:
     """The files exist and are what they should be (no heavy import)."""
     preflight.config_file(config)
-    preflight.text_file(report, what="report")
+    preflight.report_file(report, what="report")
     if bag is not None:
         preflight.feature_bag(bag)
     if image is not None:
         preflight.image_file(image, what="ROI image")
     if slide is not None:
-        preflight.existing_file(slide, what="slide")
+        preflight.slide_file(slide, what="slide")
 
 
 @dataclass(frozen=True)

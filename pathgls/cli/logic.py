@@ -41,11 +41,24 @@ def _read_reports(path: Path, column: str | None, id_column: str) -> list[tuple[
     col = column or next((c for c in ("candidate", "report", "text") if c in fields), None)
     if col is None or col not in fields:
         raise PathGLSError(f"{path}: no report column (have {', '.join(fields)}); pass --column")
-    items = []
-    for i, row in enumerate(table.rows):
+    if not table.rows:
+        raise PathGLSError(f"{path}: a header and no report rows: nothing to score")
+    items: list[tuple[str, bytes | str]] = []
+    first: dict[str, int] = {}
+    twice = []
+    for i, (line, row) in enumerate(zip(table.lines, table.rows, strict=True)):
         rid = row.get(id_column) or str(i)
         slot = row.get("candidate_slot")
-        items.append((f"{rid}/{slot}" if slot not in (None, "") else rid, row[col] or ""))
+        key = f"{rid}/{slot}" if slot not in (None, "") else rid
+        if key in first:
+            twice.append(f"{key!r} (lines {first[key]} and {line})")
+        first.setdefault(key, line)
+        items.append((key, row[col] or ""))
+    if twice:
+        raise PathGLSError(
+            f"{path}: {len(twice)} {id_column} value(s) given twice: {', '.join(twice[:10])}; "
+            "each report needs its own id"
+        )
     return items
 
 

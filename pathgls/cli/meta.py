@@ -140,6 +140,19 @@ def hare(
             raise PathGLSError(f"{len(r)} references but {len(c)} candidates: align them")
     except PathGLSError as e:
         fail(console, e)
+    empty = [cid for (_, a), (cid, b) in zip(r, c, strict=True) if not a.strip() or not b.strip()]
+    if r and len(empty) == len(r):
+        fail(
+            console,
+            f"every one of the {len(r)} pair(s) has an empty reference or candidate "
+            f"({', '.join(empty[:10])}): HARE would be 0.000 on every row, measuring nothing",
+        )
+    if empty:
+        console.print(
+            f"[yellow]warning:[/] {len(empty)} of {len(r)} pair(s) have an empty reference or "
+            f"candidate, scored 0: {escape(', '.join(empty[:20]))}",
+            soft_wrap=True,
+        )
     if r and all(a.strip() == b.strip() for (_, a), (_, b) in zip(r, c, strict=True)):
         console.print(
             f"[yellow]warning:[/] each of the {len(r)} candidate(s) is identical to its "
@@ -164,6 +177,8 @@ def hare(
             d = res.to_dict()
             d.pop("entity_matches", None)
             d.pop("relation_matches", None)
+            if cid in empty:
+                d["warning"] = "empty reference or candidate: scored 0, nothing measured"
             typer.echo(json.dumps({"reference": rid, "candidate": cid, **d}))
         return
     table = Table(title=f"HARE (offline) — {len(results)} pair(s)")
@@ -250,11 +265,19 @@ def meta(
         t.add_row(
             c.metric,
             str(c.n),
-            f"{c.pearson:.3f}",
-            f"{c.pearson_p:.1e}",
-            f"{c.spearman:.3f}",
-            f"{c.kendall:.3f}",
-            f"{c.r2:.3f}",
-            f"{c.rmse:.3f}",
+            _num(c.pearson, ".3f"),
+            _num(c.pearson_p, ".1e"),
+            _num(c.spearman, ".3f"),
+            _num(c.kendall, ".3f"),
+            _num(c.r2, ".3f"),
+            _num(c.rmse, ".3f"),
         )
     Console().print(t)
+    for c in results:
+        for w in c.warnings:
+            console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+
+
+def _num(value: float, fmt: str) -> str:
+    """A table cell: the value, or "undefined" for NaN (never the string "nan")."""
+    return "undefined" if value != value else format(value, fmt)

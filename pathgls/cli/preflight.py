@@ -253,6 +253,18 @@ def text_file(path: str | os.PathLike[str], *, what: str = "report") -> Path:
     return Path(path)
 
 
+def report_file(path: str | os.PathLike[str], *, what: str = "report") -> Path:
+    """``path`` when it is a text file holding more than white space (something to score).
+
+    Raises:
+        NotTextError: missing, a folder, binary, or empty.
+    """
+    data = read_text_bytes(path, what=what)
+    if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xfe\xff"):
+        raise NotTextError(f"{what} {path} is empty: there is nothing to score")
+    return Path(path)
+
+
 def image_file(path: str | os.PathLike[str], *, what: str = "image") -> Path:
     """``path`` when it exists and its first bytes are an image format (not text).
 
@@ -297,7 +309,7 @@ def slides_source(path: str | os.PathLike[str]) -> Path:
     """
     p = Path(path)
     if p.is_file():
-        return p
+        return slide_file(p)
     if not p.is_dir():
         raise NoSlidesFoundError(f"{p}: no such file or directory", path=str(p))
     for _, _, files in os.walk(p):
@@ -306,6 +318,32 @@ def slides_source(path: str | os.PathLike[str]) -> Path:
     raise NoSlidesFoundError(
         f"{p}: no slides found (looked for {', '.join(sorted(SLIDE_SUFFIXES))})", path=str(p)
     )
+
+
+def slide_file(path: str | os.PathLike[str], *, what: str = "slide") -> Path:
+    """``path`` when it is an existing file of a slide or image type (by its suffix, as the
+    run's slide readers choose), and not a text file under an image's name.
+
+    Raises:
+        NoSlidesFoundError: missing, a folder, an unsupported type, or text.
+    """
+    p = Path(path)
+    if not p.is_file():
+        why = "is a directory, not a file" if p.is_dir() else "no such file"
+        raise NoSlidesFoundError(f"{what} {p}: {why}", path=str(p))
+    if p.suffix.lower() not in SLIDE_SUFFIXES:
+        raise NoSlidesFoundError(
+            f"{what} {p}: unsupported file type {p.suffix or '(no suffix)'}; expected one of "
+            f"{', '.join(sorted(SLIDE_SUFFIXES))}",
+            path=str(p),
+        )
+    try:
+        found = file_binary_format(p)
+    except OSError as e:
+        raise NoSlidesFoundError(f"cannot read {what} {p}: {e}", path=str(p)) from e
+    if found is None and p.suffix.lower() not in (".vms", ".vmu", ".mrxs"):  # index files
+        raise NoSlidesFoundError(f"{what} {p} is a text file, not a slide or image", path=str(p))
+    return p
 
 
 def config_file(path: str | os.PathLike[str] | None) -> None:

@@ -68,8 +68,16 @@ class RunConfig:
     # without a live node (or that does not answer) for as long again ends the run (manifest
     # "failed"). Below 30: Ray itself ends a driver that cannot reach its head for 60 s.
     ray_health_s: float = 20.0
+    # TSV of reference reports (item_id<TAB>reference) for HARE and the report-side module;
+    # a run stores it as an absolute path, so its config.toml repeats the run with them.
+    references: str | None = None
 
     def __post_init__(self) -> None:
+        if self.references is not None:
+            require(
+                isinstance(self.references, str) and bool(self.references.strip()),
+                f"references must name a TSV file, got {self.references!r}",
+            )
         subjects = tuple(s.strip() if isinstance(s, str) else s for s in self.subjects)
         require(
             all(isinstance(s, str) and s for s in subjects),

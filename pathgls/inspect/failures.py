@@ -29,6 +29,7 @@ from pathgls.evidence import (
     StabilityEvidence,
 )
 from pathgls.inspect.paths import item_path, map_path
+from pathgls.reasons import card_reasons
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
 
@@ -57,7 +58,7 @@ def _row(card: ScoreCard) -> dict[str, Any]:
     if card.status == "failed" or card.decision is None:
         route, reasons = "failed", [e.splitlines()[0] for e in card.errors if e] or ["no report"]
     else:
-        route, reasons = card.decision.route, list(card.decision.reasons)
+        route, reasons = card.decision.route, card_reasons(card)
     values = [card.value(m) for m in MODULES]
     values.append(card.trust)
     return {

@@ -40,6 +40,7 @@ from pathgls.errors import (
 )
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
+from pathgls.reasons import card_reasons, same_statement
 from pathgls.types import ScoreCard
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -282,7 +283,7 @@ def _gate_rows(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
             route = "failed" if card.status == "failed" else "none"
             reasons = [e.splitlines()[0] for e in card.errors if e] or ["no gate decision"]
         else:
-            route, reasons = card.decision.route, list(card.decision.reasons)
+            route, reasons = card.decision.route, card_reasons(card)
         rows.append(
             {
                 "item": card.item_id,
@@ -360,8 +361,7 @@ def _logic_panel(card: ScoreCard) -> dict[str, Any]:
     ]
     pairs = [
         {"p": _fmt(p.probability, 2), "premise": p.premise, "hypothesis": p.hypothesis}
-        for p in ev.ranked()[:3]
-        if not p.checks
+        for p in [p for p in ev.ranked() if not p.checks and not same_statement(p)][:3]
     ]
     note = f"logic {_fmt(m.value)}" + ("" if checks else ": no consistency check fired")
     report = card.reports["original"].text if "original" in card.reports else ""
@@ -429,7 +429,7 @@ def _gallery(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
                 "subject": card.subject,
                 "trust": _fmt(card.trust),
                 "route": card.decision.route if card.decision else card.status,
-                "reason": card.decision.reasons[0]
+                "reason": card_reasons(card)[0]
                 if card.decision and card.decision.reasons
                 else "; ".join(e.splitlines()[0] for e in card.errors),
                 "report": card.reports["original"].text if "original" in card.reports else "",

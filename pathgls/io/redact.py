@@ -180,6 +180,43 @@ def url_secrets(url: str) -> list[str]:
     return sorted({v for v in found if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 
+def holds_masked_secret(text: str) -> bool:
+    """Whether ``text`` holds :data:`MASK` where :func:`redact` puts a secret: a spec read back
+    from a stored (redacted) config, whose credentials were never recorded.
+
+    A literal ``***`` elsewhere (a model name, a path) is not one.
+    """
+    if MASK not in text:
+        return False
+    probe = "pathglsMaskedSecretProbe"
+    return redact(text.replace(MASK, probe)).count(probe) < text.count(MASK)
+
+
+def refuse_masked_secrets(*, subjects: Iterable[str], address: str | None = None) -> None:
+    """Stop a run whose subject specs (or Ray address) were read back from a stored config with
+    their credentials masked: it would score another, unauthenticated, subject.
+
+    Raises:
+        ConfigError: a spec holds :data:`MASK` where a secret goes (the message says how to
+            give it again).
+    """
+    from pathgls.errors import ConfigError
+
+    for i, spec in enumerate(subjects):
+        if holds_masked_secret(spec):
+            raise ConfigError(
+                f"run.subjects[{i}] {spec!r} holds a secret that a stored config never records "
+                f"(masked as {MASK}): give the subject again with --subject SPEC (its URL with "
+                "the credentials), or keep an API key in the environment (subject.api_key_env) "
+                "and leave it out of the URL"
+            )
+    if address is not None and holds_masked_secret(address):
+        raise ConfigError(
+            f"run.address {address!r} holds a secret that a stored config never records "
+            f"(masked as {MASK}): give it again with --address"
+        )
+
+
 def redact_data(obj: Any) -> Any:
     """:func:`redact` on every string (keys too) of a JSON-like value."""
     if isinstance(obj, str):

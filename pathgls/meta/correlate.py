@@ -75,6 +75,8 @@ def read_expert_table(
     except TableError as e:
         raise MetaError(str(e)) from e
     rows, warnings = [], []
+    seen: dict[str, int] = {}  # case id → its first line
+    twice: list[str] = []
     first_bad: tuple[int, str | None] | None = None
     numeric = 0
     for i, r in zip(table.lines, table.rows, strict=True):
@@ -92,6 +94,16 @@ def read_expert_table(
             warnings.append(f"line {i}: empty reference or candidate; skipped")
             continue
         rows.append(ExpertRow(r.get(case_id) or str(i), ref, cand, value))
+        if r.get(case_id):  # one row per case, or per (case, candidate slot)
+            key = "/".join(x for x in (r[case_id], r.get("candidate_slot")) if x)
+            if key in seen:
+                twice.append(f"{key!r} (lines {seen[key]} and {i})")
+            seen.setdefault(key, i)
+    if twice:
+        raise MetaError(
+            f"{p}: {len(twice)} {case_id} value(s) given twice: {', '.join(twice[:10])}; "
+            "each case must be scored once (a duplicate would count twice in every correlation)"
+        )
     if first_bad is not None and numeric == 0:
         raise MetaError(
             f"{p}: the expert score column {score!r} holds no number (line {first_bad[0]}: "
@@ -130,12 +142,19 @@ def correlate(
     v, e = v[keep], e[keep]
     if v.size < 3:
         raise MetaError(f"{metric}: only {v.size} usable pairs; at least 3 are needed")
+    if np.ptp(e) == 0:
+        raise MetaError(
+            f"the expert scores of all {e.size} pairs are {e[0]:g}: with constant scores no "
+            "correlation, R² or RMSE of a fit means anything; score pairs that differ"
+        )
     x, y = _minmax(v), e / expert_max
     if np.ptp(x) == 0:
         nan = float("nan")
-        warnings.append("the metric is constant on these pairs: correlations undefined")
+        warnings.append(
+            f"{metric} is constant ({v[0]:g}) on these {v.size} pairs: correlations undefined"
+        )
         return Correlation(
-            metric, int(v.size), nan, nan, nan, nan, nan, nan, 0.0, nan, tuple(warnings)
+            metric, int(v.size), nan, nan, nan, nan, nan, nan, nan, nan, tuple(warnings)
         )
     pr, pp = stats.pearsonr(x, y)
     sr, sp = stats.spearmanr(x, y)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 import time
@@ -144,6 +145,12 @@ class Manifest:
     counts: RunCounts = field(default_factory=RunCounts)
     # seconds by phase (planning, models, items, summary) and stage (tiling, encoding, ...)
     timings: dict[str, Any] = field(default_factory=dict)
+    # the working folder: relative paths of the config (replay:<jsonl>, hf:<dir>) are read from it
+    cwd: str = ""
+    # the references file of the run: {path, sha256, rows} (None: no references)
+    references: dict[str, Any] | None = None
+    # what the run warned about on the console (references matching no item, ...)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -185,6 +192,7 @@ def new_manifest(*, source: str, config: Any, executor: str, address: str | None
         packages=package_versions(),
         python=sys.version.split()[0],
         platform=platform.platform(),
+        cwd=os.getcwd(),
     )
 
 

@@ -15,9 +15,9 @@ from pathgls.errors import ConfigError, PathGLSError, RunIntegrityError
 from pathgls.io.atomic import describe_os_error, remove_stale_temporaries
 from pathgls.io.lock import RUN_LOCK, locked
 from pathgls.io.names import name_collisions
-from pathgls.io.redact import redact
+from pathgls.io.redact import redact, refuse_masked_secrets
 from pathgls.io.rundir import check_out_dir, refuse_files, refuse_links
-from pathgls.runner.items import WorkItem, discover, read_references
+from pathgls.runner.items import WorkItem, discover
 from pathgls.runner.local import Task, run_local
 from pathgls.runner.manifest import (
     Manifest,
@@ -29,6 +29,7 @@ from pathgls.runner.manifest import (
 from pathgls.runner.plan import RunPlan as RunPlan  # re-exported
 from pathgls.runner.plan import plan_run, stored_card
 from pathgls.runner.plan import plan_tasks as plan_tasks  # re-exported
+from pathgls.runner.references import reference_notes, references_record, with_references
 from pathgls.runner.runlog import RunTimings
 from pathgls.runner.store import OWN_ENTRIES, OWN_FOLDERS, ResultsStore, subject_dir_name
 from pathgls.types import STATUSES, ScoreCard
@@ -54,6 +55,8 @@ class RunResult:
     files: dict[str, Path] = field(default_factory=dict)
     cards: list[ScoreCard] = field(default_factory=list)  # the plan's cards, as stored
     timings: RunTimings = field(default_factory=RunTimings)
+    # what the user must see beside the table (references that matched no item, ...)
+    warnings: list[str] = field(default_factory=list)
 
 
 def run_benchmark(
@@ -98,12 +101,10 @@ def run_benchmark(
     if not isinstance(config, PathGLSConfig):
         raise TypeError(f"config must be a PathGLSConfig, got {type(config).__name__}")
     validate_run(config)
-    refs = read_references(references) if references is not None else None
+    refuse_masked_secrets(subjects=config.run.subjects, address=config.run.address)
+    config, refs = with_references(config, references)
     items = discover(source, references=refs)
-    if refs is not None:
-        unknown = sorted(set(refs) - {i.item_id for i in items})
-        if unknown:
-            log.warning("references for unknown items ignored: %s", ", ".join(unknown[:20]))
+    notes = reference_notes(refs, items, path=config.run.references)
     subject_dirs = name_collisions([subject_dir_name(x) for x in config.run.subjects])
     if subject_dirs:
         raise ConfigError(
@@ -130,6 +131,7 @@ def run_benchmark(
             items=items,
             progress=progress,
             plots=plots,
+            notes=notes,
         )
 
 
@@ -141,6 +143,7 @@ def _run_locked(
     items: list[WorkItem],
     progress: ProgressFn | None,
     plots: bool,
+    notes: list[str] | None = None,
 ) -> RunResult:
     executor, address = config.run.executor, config.run.address
     timings = RunTimings()
@@ -171,6 +174,8 @@ def _run_locked(
         source=redact(str(source)), config=shown, executor=executor, address=address
     )
     manifest.counts.items, manifest.counts.planned = len(items), planned
+    manifest.references = references_record(config.run.references)
+    manifest.warnings = list(notes or [])
     manifest.counts.skipped = planned - todo
     _write_manifest_or_raise(store.root, manifest)
     before = _card_stamps(store, tasks)
@@ -238,6 +243,7 @@ def _run_locked(
     timings.log_summary()
     result.skipped = planned - todo
     result.timings = timings
+    result.warnings = [*(notes or []), *result.warnings]
     return result
 
 

@@ -273,7 +273,11 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
 
 #: The bar groups of :func:`plot_subjects`: the ranking's number and coverage, then the rest.
 PLOT_GROUPS = (COVERAGE, MATCHED, "trust", "grounding", "logic", "stability", "report", "hare")
-_GROUP_LABELS = {MATCHED: "matched trust\n(ranked on)", COVERAGE: "coverage", "trust": "full trust"}
+_GROUP_LABELS = {
+    MATCHED: "matched trust\n(ranked within tier)",
+    COVERAGE: "coverage\n(tier)",
+    "trust": "full trust",
+}
 
 
 def _legend_label(rec: dict[str, Any]) -> str:
@@ -327,6 +331,20 @@ def plot_subjects(
             ax.bar([np.nan], [np.nan], width=width, color=color, label=label)
             continue
         ax.bar(x[ok] + offset, means[ok], width=width, color=color, label=label)
+        tier = row.get("tier", math.nan)
+        if MATCHED in groups and math.isfinite(tier) and ok[groups.index(MATCHED)]:
+            # the matched trust ranks within a tier only: say which, on the bar
+            xm = x[groups.index(MATCHED)] + offset
+            ax.text(
+                xm,
+                0.02,
+                f"tier {int(tier)}",
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="white",
+            )
         ci = ok & np.isfinite(lows) & np.isfinite(highs)
         if ci.any():
             yerr = np.vstack([means[ci] - lows[ci], highs[ci] - means[ci]]).clip(min=0.0)
@@ -363,7 +381,15 @@ def _format_coverage(row: dict[str, Any]) -> str:
     return "–" if not math.isfinite(mean) else f"{mean:.0%}"
 
 
-def print_summary(table: pd.DataFrame, *, console: Any) -> None:
+def ranked_on(row: dict[str, Any]) -> str:
+    """What the rank uses, in its order: the coverage tier, then the matched trust within it
+    (``tier 1 · 0.866 [0.80, 0.93] (n=3)``); a higher trust in a lower tier ranks below."""
+    tier = row.get("tier", math.nan)
+    head = f"tier {int(tier)}" if isinstance(tier, float | int) and math.isfinite(tier) else "–"
+    return f"{head} · {_format_metric(row, MATCHED)}"
+
+
+def print_summary(table: pd.DataFrame, *, console: Any, compact: bool = False) -> None:
     """Print the summary table on a :class:`rich.console.Console`, one row per subject.
 
     Rows in rank order; the matched trust the rank rests on and the modules it was matched on
@@ -379,14 +405,17 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
     absent = [m for m in METRICS if m not in shown]
     caption = f"missing for every subject: {', '.join(absent)}" if absent else None
     caption = "; ".join(x for x in (caption, RULE) if x is not None)
+    if compact:  # one block per subject: nothing cut at 80 columns or in a log
+        _print_compact(table, shown=shown, caption=caption, console=console)
+        return
     out = Table(title="PathGLS benchmark summary", caption=caption)
     out.add_column("rank", justify="right")
     out.add_column("subject", style="bold", overflow="fold")
     out.add_column("items", justify="right")
     out.add_column("ok/part/fail", justify="right")
     out.add_column("dep/rev/rej", justify="right")
+    out.add_column("ranked on: tier, matched trust", justify="right", overflow="fold")
     out.add_column("coverage", justify="right")
-    out.add_column("matched trust (ranked on)", justify="right", overflow="fold")
     for metric in shown:
         out.add_column("full trust" if metric == "trust" else metric, justify="right")
     order = table.sort_values([RANK_COLUMN, "subject"], na_position="last", kind="stable")
@@ -394,7 +423,7 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
         statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
         routes = "/".join(str(int(row[r])) for r in ROUTES)
         metrics = [Text(_format_metric(row, m)) for m in shown]
-        matched = _format_metric(row, MATCHED)
+        matched = ranked_on(row)
         if row.get("matched_on"):
             matched += f"\non {row['matched_on']}"
         rank = row[RANK_COLUMN]
@@ -404,8 +433,36 @@ def print_summary(table: pd.DataFrame, *, console: Any) -> None:
             str(int(row["n_items"])),
             statuses,
             routes,
-            _format_coverage(row),
             Text(matched),
+            _format_coverage(row),
             *metrics,
         )
     console.print(out)
+
+
+def _print_compact(table: pd.DataFrame, *, shown: list[str], caption: str, console: Any) -> None:
+    """:func:`print_summary` as one block per subject (a head line, then its numbers)."""
+    from rich.markup import escape
+
+    console.print("[bold]PathGLS benchmark summary[/]")
+    order = table.sort_values([RANK_COLUMN, "subject"], na_position="last", kind="stable")
+    for row in order.to_dict(orient="records"):
+        rank = row[RANK_COLUMN]
+        head = "unranked" if not math.isfinite(rank) else f"#{int(rank)}"
+        statuses = "/".join(str(int(row[f"n_{s}"])) for s in STATUSES)
+        routes = "/".join(str(int(row[r])) for r in ROUTES)
+        console.print(
+            f"[bold]{head} {escape(str(row['subject']))}[/]: {int(row['n_items'])} items, "
+            f"ok/part/fail {statuses}, deploy/review/reject {routes}",
+            overflow="fold",
+        )
+        on = f" on {row['matched_on']}" if row.get("matched_on") else ""
+        console.print(
+            f"  ranked on {escape(ranked_on(row))}{escape(on)} · coverage {_format_coverage(row)}",
+            overflow="fold",
+        )
+        metrics = " · ".join(
+            f"{'full trust' if m == 'trust' else m} {_format_metric(row, m)}" for m in shown
+        )
+        console.print("  " + escape(metrics), overflow="fold")
+    console.print(escape(caption), overflow="fold")
