@@ -20,7 +20,8 @@ deploys) and the deploy rate. The guarantee is about the risk of the population 
 drawn from; a test half deploys only a handful of rows, so its realised share has sampling noise
 of its own on top (a clean threshold with true risk 0.08 shows 2 of 10 = 0.2 often enough). So a
 second check judges the threshold fitted on a bootstrap sample of half the cases on the whole
-table (the population then is the table itself): risk ≤ α in ≥ 1 − δ of the draws. The per-row scores are cached (``--cache``, default under /tmp) so the splits are cheap.
+table (the population then is the table itself): risk ≤ α in ≥ 1 − δ of the draws.
+The per-row scores are cached (``--cache``, default under /tmp) so the splits are cheap.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ def _expert_rows(source: Path, *, cutoff: float | None, score_column: str) -> Ce
 
 
 def _run_rows(source: Path, *, labels: Path, cutoff: float | None, acceptable: float) -> CertRows:
+    from pathgls.inspect.review_page import card_id
     from pathgls.meta.calibrate import MODULES, read_labels
     from pathgls.meta.expert_rows import report_organ
     from pathgls.meta.labels import expert_labels, is_review_table, read_review_labels
@@ -115,11 +116,6 @@ def _table_rows(source: Path, *, acceptable: float) -> CertRows:
         acceptable=[int(r.label >= acceptable) for r in rows],
         labels=f"{source.name}: label ≥ {acceptable:g}",
     )
-
-
-def card_id(card: Any) -> str:
-    """The id a card has in ``labels.tsv``: ``subject/item_id`` (``item_id`` without subject)."""
-    return f"{card.subject}/{card.item_id}" if card.subject else str(card.item_id)
 
 
 def load_cert_rows(
