@@ -163,15 +163,27 @@ def trusts(rows: CertRows, weights: dict[str, float]) -> tuple[list[float], list
     return out_t, out_a, dropped
 
 
-def certified_toml(*, weights: dict[str, float], deploy: Any, reject: Any, source: Path) -> str:
-    """The fusion config with certified thresholds (only those certified) and certificates."""
-    import tomli_w
+def gate_thresholds(deploy: Any, reject: Any) -> dict[str, float]:
+    """``[gate]`` of the certified config: only certified thresholds, and review = 0 when the
+    deploy threshold falls below the gate's default review threshold with no certified reject
+    threshold (nothing is rejected without a certificate for it)."""
+    from pathgls.config import GateConfig
 
     gate: dict[str, float] = {}
     if deploy.certified:
         gate["deploy"] = deploy.threshold
     if reject is not None and reject.certified:
         gate["review"] = reject.threshold
+    elif deploy.certified and deploy.threshold < GateConfig().review:
+        gate["review"] = 0.0
+    return gate
+
+
+def certified_toml(*, weights: dict[str, float], deploy: Any, reject: Any, source: Path) -> str:
+    """The fusion config with certified thresholds (only those certified) and certificates."""
+    import tomli_w
+
+    gate = gate_thresholds(deploy, reject)
     data: dict[str, Any] = {"fusion": {"weights": weights}}
     if gate:
         data["gate"] = gate
@@ -275,9 +287,14 @@ def run_certified(
     from pathgls.errors import ConfigError
     from pathgls.io.atomic import write_text_atomic
 
-    gate = {"deploy": deploy.threshold} if deploy.certified else {}
-    if reject is not None and reject.certified:
-        gate["review"] = reject.threshold
+    gate = gate_thresholds(deploy, reject)
+    if "review" in gate and not (reject is not None and reject.certified):
+        console.print(
+            f"[yellow]note:[/] the certified deploy threshold {deploy.threshold:.3f} is below the "
+            "gate's review threshold and no reject threshold is certified: review = 0 is written, "
+            "so every report below the deploy threshold goes to review (none is rejected)",
+            soft_wrap=True,
+        )
     try:
         config_from_dict({"fusion": {"weights": weights}, "gate": gate})
     except ConfigError as e:

@@ -99,6 +99,8 @@ class Certificate:
         """
         try:
             kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+            for k in ("threshold", "bound", "rows_needed"):  # TOML has no null: left out
+                kw.setdefault(k, None)
             kw["subjects"] = tuple(str(s) for s in data.get("subjects", ()))
             kw["organs"] = tuple(str(s) for s in data.get("organs", ()))
             kw["coverage"] = {str(k): float(v) for k, v in dict(data.get("coverage", {})).items()}
