@@ -21,7 +21,9 @@ def card(item: str, values: tuple[float | None, ...], *, text: str = "", subject
         m: ModuleScore(m, v, None if v is not None else "did not run")
         for m, v in zip(MODS, values, strict=True)
     }
-    reports = {"original": Report(text=text or f"Breast, left ({item}): invasive ductal carcinoma.")}
+    reports = {
+        "original": Report(text=text or f"Breast, left ({item}): invasive ductal carcinoma.")
+    }
     return ScoreCard(item_id=item, subject=subject, status="ok", modules=modules, reports=reports)
 
 

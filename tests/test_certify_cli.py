@@ -81,6 +81,17 @@ def test_certified_config_and_the_gate_shows_it(tmp_path: Path) -> None:
     assert "subject(s) not among the calibration rows': replay:b" in res.output
     assert "module grounding scored on 0% of this run's items, 100% at calibration" in res.output
 
+    # the HTML run report shows the certificate beside the gate, with the drift warnings
+    html_out = tmp_path / "other.html"
+    res = RUNNER.invoke(
+        app, ["report", str(tmp_path / "other"), "--config", str(out), "--out", str(html_out)]
+    )
+    assert res.exit_code == 0, res.output
+    html = html_out.read_text(encoding="utf-8")
+    gate = html[html.index('<section id="gate">') :]
+    assert gate.index("deploy at trust ≥ 0.284") < gate.index("<table")
+    assert "subject(s) not among the calibration rows&#39;: replay:b" in gate
+
     # a config without a certificate says the thresholds carry no guarantee
     plain = tmp_path / "plain.toml"
     plain.write_text("[gate]\ndeploy = 0.8\n", encoding="utf-8")

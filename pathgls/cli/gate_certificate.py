@@ -13,28 +13,10 @@ from pathgls.errors import ConfigError
 from pathgls.types import ScoreCard
 
 
-def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[str, float]]:
-    """Subjects, organs (named by the reports) and module coverage of the gated cards."""
-    from pathgls.meta.calibrate import MODULES
-    from pathgls.meta.certificate import module_coverage
-    from pathgls.meta.expert_rows import report_organ
-    from pathgls.text import build_extractor
-
-    done = [c for c in cards if c.status != "failed"]
-    extractor = build_extractor("lexicon")
-    organs = set()
-    for c in done:
-        text = c.reports["original"].text if "original" in c.reports else ""
-        if text.strip() and (organ := report_organ(text, extractor)) is not None:
-            organs.add(organ)
-    coverage = module_coverage([{m: c.value(m) for m in MODULES} for c in done])
-    return {c.subject for c in done}, organs, coverage
-
-
 def show_certificates(config: Path, cards: Sequence[ScoreCard], console: Console) -> None:
     """Print the config's certificates (none: say the thresholds carry no guarantee) and the
     ways the run differs from the calibration rows."""
-    from pathgls.meta.certificate import drift_warnings, read_certificates
+    from pathgls.meta.certificate import drift_warnings, read_certificates, run_profile
 
     try:
         certs = read_certificates(config)

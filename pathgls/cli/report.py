@@ -30,6 +30,12 @@ def report(
     run: Annotated[Path, Arg(help="Run directory (of `pathgls benchmark` or `pathgls demo`).")],
     out: Annotated[Path | None, Opt(help="HTML file to write (default: RUN/report.html).")] = None,
     failures: Annotated[int, Opt(help="Lowest-trust items in the failure gallery.")] = 6,
+    config: Annotated[
+        Path | None,
+        Opt(
+            help="Gate config of `pathgls calibrate --risk`: its certificate is shown by the gate."
+        ),
+    ] = None,
 ) -> None:
     """Write the run's HTML report: config, subjects, comparison, gate, failure gallery."""
     console = Console(stderr=True)
@@ -41,7 +47,9 @@ def report(
 
     try:
         target = out if out is not None else run / "report.html"
-        path = write_run_report(run_dir=run, out=target, config=RunReportConfig(failures=failures))
+        path = write_run_report(
+            run_dir=run, out=target, config=RunReportConfig(failures=failures, certificate=config)
+        )
     except PathGLSError as e:
         fail(console, e)
     Console().print(f"run report: {escape(str(path.resolve()))}", soft_wrap=True)

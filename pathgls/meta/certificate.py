@@ -15,13 +15,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathgls.errors import ConfigError
 from pathgls.meta.certify import METHOD, Certified
+
+if TYPE_CHECKING:
+    from pathgls.types import ScoreCard
 
 #: A module whose share of rows differs by more than this between run and calibration is named.
 COVERAGE_GAP = 0.2
@@ -207,3 +210,20 @@ def drift_warnings(
             "labelled reports of this kind"
         )
     return out
+
+
+def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[str, float]]:
+    """Subjects, organs (named by the reports) and module coverage of the gated cards."""
+    from pathgls.meta.calibrate import MODULES
+    from pathgls.meta.expert_rows import report_organ
+    from pathgls.text import build_extractor
+
+    done = [c for c in cards if c.status != "failed"]
+    extractor = build_extractor("lexicon")
+    organs = set()
+    for c in done:
+        text = c.reports["original"].text if "original" in c.reports else ""
+        if text.strip() and (organ := report_organ(text, extractor)) is not None:
+            organs.add(organ)
+    coverage = module_coverage([{m: c.value(m) for m in MODULES} for c in done])
+    return {c.subject for c in done}, organs, coverage
