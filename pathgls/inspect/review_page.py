@@ -97,9 +97,15 @@ def _run_config(run: Path) -> Path | None:
 
 
 def render_review_page(
-    *, cards: list[dict[str, Any]], labels: dict[str, str], title: str, nonce: str
+    *,
+    cards: list[dict[str, Any]],
+    labels: dict[str, str],
+    title: str,
+    nonce: str,
+    reviewer: str = "",
 ) -> str:
-    """The page's HTML (``nonce``: the one inline script's CSP nonce).
+    """The page's HTML (``nonce``: the one inline script's CSP nonce; ``reviewer``: the name
+    filled in until the reviewer types their own, which the browser then remembers).
 
     Raises:
         RunReportError: the template cannot be loaded or rendered.
@@ -117,7 +123,7 @@ def render_review_page(
     )
     try:
         return env.get_template(TEMPLATE).render(
-            cards=cards, labels=labels, title=title, nonce=nonce
+            cards=cards, labels=labels, title=title, nonce=nonce, reviewer=reviewer
         )
     except jinja2.TemplateError as e:
         raise RunReportError(f"cannot render the review template {TEMPLATE}: {e}") from e

@@ -100,6 +100,7 @@ def _handler(site: ReviewSite) -> type[BaseHTTPRequestHandler]:
                     labels=current_labels(site.run_dir),
                     title=site.title,
                     nonce=nonce,
+                    reviewer=site.reviewer,
                 )
             except PathGLSError as e:
                 return self._json(500, {"error": str(e)})
