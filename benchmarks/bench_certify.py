@@ -93,9 +93,15 @@ def main(argv: list[str] | None = None) -> int:
                 config=CertifyConfig(risk=alpha, confidence=args.confidence),
                 explain=False,
             )
-            pop_dep = trust >= pop.threshold if pop.threshold is not None else None
-            pop_risk = 0.0 if pop_dep is None else float((pop_dep & ~ok).sum() / pop_dep.sum())
-            results.setdefault(("population", alpha), {"risk": []})["risk"].append(pop_risk)
+            pop_prec = thresholds_for_precision(
+                trust=trust[boot], acceptable=ok[boot], target_precision=1 - alpha
+            )
+            for method, thr in (("cert/boot", pop.threshold), ("prec/boot", pop_prec.threshold)):
+                rec = results.setdefault((method, alpha), {"risk": [], "rate": [], "none": []})
+                dep = trust >= thr if thr is not None else np.zeros(trust.size, dtype=bool)
+                rec["risk"].append(float((dep & ~ok).sum() / dep.sum()) if dep.any() else 0.0)
+                rec["rate"].append(float(dep.mean()))
+                rec["none"].append(float(thr is None))
             cert = certify_deploy(
                 trust=trust[cal],
                 acceptable=ok[cal],
@@ -118,14 +124,14 @@ def main(argv: list[str] | None = None) -> int:
                 rec["rate"].append(n_dep / int(test.sum()))
                 rec["none"].append(0.0)
     seconds = time.perf_counter() - t1
-    print(f"{args.splits} splits × {len(ALPHAS)} α × 2 methods in {seconds:.1f} s\n")
+    print(f"{args.splits} splits × {len(ALPHAS)} α × 4 fits in {seconds:.1f} s\n")
     head = (
         f"{'method':<10} {'α':>5} {'risk ≤ α':>9} {'mean risk':>9} {'deploy rate':>12} {'none':>6}"
     )
     print(head)
     failed = False
     for alpha in ALPHAS:
-        for method in ("certified", "precision"):
+        for method in ("certified", "precision", "cert/boot", "prec/boot"):
             rec = results[(method, alpha)]
             risk, rate = np.asarray(rec["risk"]), np.asarray(rec["rate"])
             held = float((risk <= alpha + 1e-12).mean())
@@ -136,18 +142,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             if method == "certified" and held < 1 - delta:
                 failed = True
-        popr = np.asarray(results[("population", alpha)]["risk"])
-        print(
-            f"{'cert/boot':<10} {alpha:>5.2f} {float((popr <= alpha + 1e-12).mean()):>9.1%} "
-            f"{popr.mean():>9.3f}   (bootstrap calibration, risk on all 316 rows)"
-        )
+
     print(
         "\nrisk ≤ α: share of splits whose deployed test rows have at most α unacceptable "
         f"(the guarantee asks ≥ {1 - delta:.0%}); deploy rate: mean [10th–90th percentile] "
-        "share of test rows deployed; none: splits with no threshold"
+        "share of test rows deployed; none: splits with no threshold;\n"
+        "*/boot: fitted on a bootstrap draw of half the cases, risk and deploy rate on the whole "
+        "table (the population the guarantee is about)"
     )
     pop_ok = all(
-        float((np.asarray(results[("population", a)]["risk"]) <= a + 1e-12).mean()) >= 1 - delta
+        float((np.asarray(results[("cert/boot", a)]["risk"]) <= a + 1e-12).mean()) >= 1 - delta
         for a in ALPHAS
     )
     print("certified, realised on the test half:", "FAIL" if failed else "PASS")

@@ -242,6 +242,12 @@ def run_certified(
         console.print(f"[yellow]warning:[/] {dropped} row(s) without a weighted module left out")
     if not trust:
         raise CalibrationError("no labelled row has a weighted module score")
+    if not any(ok):
+        console.print(
+            f"[yellow]hint:[/] no row is acceptable ({escape(rows.labels)}); for 0/1 labels "
+            "pass --acceptable 1, for expert scores --cutoff",
+            soft_wrap=True,
+        )
     meta = {
         "labels": rows.labels,
         "subjects": rows.subjects,

@@ -228,7 +228,7 @@ def _result(
         reason += f"; no threshold has an observed share of {what} below {cfg.risk:g}, so more "
         reason += "rows of the same kind cannot help (a better trust score or a larger risk can)"
     else:
-        reason += f"; at the observed rates about {need} labelled rows in all ({need - n} more)"
+        reason += f"; at the observed rates at least {need} labelled rows in all ({need - n} more)"
     return Certified(side, None, cfg.risk, cfg.confidence, n, 0, 0, None, 0.0, tested, reason, need)
 
 
