@@ -147,6 +147,7 @@ def test_too_few_rows_write_no_threshold_and_say_how_many(tmp_path: Path) -> Non
     assert "gate" not in cfg and cfg["calibration"]["certificate"]["rows_needed"] >= 22
 
 
+@pytest.mark.slow  # scores 32 pairs with DxAlign and Logic: ~20 s idle, minutes under load
 def test_an_expert_table_is_scored_offline(shared_data: Path, tmp_path: Path) -> None:
     src = shared_data / "expert_scores" / "hare_expert_dev.tsv"
     lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -162,3 +163,4 @@ def test_an_expert_table_is_scored_offline(shared_data: Path, tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert "32 labelled rows" in res.output and "expert_score ≥ 2" in res.output
     assert "organs: " in res.output and "not recorded" not in res.output.split("organs:")[1][:20]
+    assert "deploys only with grounding scored ([gate] required)" in res.output

@@ -277,6 +277,18 @@ def run_certified(
             )
             rej = replace(rej, threshold=None, bound=None, rate=0.0, reason=why)
         reject = Certificate.from_result(rej, **meta)  # type: ignore[arg-type]
+    from pathgls.config import GateConfig
+
+    needed = [
+        r for r in GateConfig().required if not any(m in meta["coverage"] for m in r.split("|"))
+    ]  # type: ignore[operator]
+    if needed:
+        console.print(
+            f"[yellow]note:[/] the gate deploys only with {', '.join(needed)} scored (\\[gate] "
+            "required) and no calibration row has it: gate these reports with --require "
+            "naming what they have (e.g. --require 'grounding|report')",
+            soft_wrap=True,
+        )
     stdout = Console()
     stdout.print(
         f"{len(trust)} labelled rows, {sum(ok)} acceptable; trust = fusion under fixed weights "
