@@ -354,6 +354,10 @@ class RunReportError(PathGLSError):
     """The HTML run report cannot be written (its template, or the output file)."""
 
 
+class ReviewError(PathGLSError):
+    """The review page cannot start (no review card, port in use) or a label is refused."""
+
+
 # -- warnings -----------------------------------------------------------------------------------
 # Categories a caller filters or asserts on (``warnings.filterwarnings``, ``pytest.warns``), so
 # they are public vocabulary like the errors above.

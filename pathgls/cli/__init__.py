@@ -30,6 +30,7 @@ from pathgls.cli import logic as _logic
 from pathgls.cli import meta as _meta
 from pathgls.cli import models as _models
 from pathgls.cli import report as _report
+from pathgls.cli import review as _review
 
 
 def _plain(text: str | None) -> str | None:
@@ -101,6 +102,7 @@ _compare.register(app)
 _demo.register(app)
 _listing.register(app)
 _report.register(app)
+_review.register(app)
 app.add_typer(_models.app, name="models", help="List and pull model weights.")
 app.add_typer(_data.app, name="data", help="Sample data for trying pathgls out.")
 app.add_typer(_judge.app, name="judge", help="The learned contradiction judge: retrain, describe.")

@@ -261,6 +261,22 @@ def calibration_toml(
     return notes + tomli_w.dumps(data)
 
 
+def _certified(*, config: Path | None, console: Console, **kw: Any) -> None:
+    """``calibrate --risk``: see :mod:`pathgls.cli.certified`."""
+    from pathgls.cli.certified import run_certified
+    from pathgls.config import load_config
+
+    try:
+        if kw["source"].exists():
+            _check_source(kw["source"], labels=kw["labels"])
+        weights = dict(load_config(config).fusion.weights)
+        run_certified(weights=weights, console=console, **kw)
+    except PathGLSError as e:
+        fail(console, e)
+    except OSError as e:
+        fail(console, f"cannot write {kw['out']}: {e}")
+
+
 def calibrate(
     source: Annotated[
         Path,
@@ -286,13 +302,55 @@ def calibrate(
         Path | None,
         Opt(help="Write the weights and deploy threshold to this TOML (for gate --config)."),
     ] = None,
+    risk: Annotated[
+        float | None,
+        Opt(
+            help="Certify: the deploy threshold keeps the share of unacceptable deployed "
+            "reports ≤ this (with --confidence), instead of the precision target."
+        ),
+    ] = None,
+    confidence: Annotated[
+        float, Opt(help="With --risk: probability 1−δ that the share stays ≤ --risk.")
+    ] = 0.9,
+    reject_risk: Annotated[
+        float | None,
+        Opt(help="With --risk: also certify a reject threshold (acceptable among rejected ≤ β)."),
+    ] = None,
+    cutoff: Annotated[
+        float | None,
+        Opt(help="Expert scores as labels: acceptable = score ≥ this (expert table or --labels)."),
+    ] = None,
+    score_column: Annotated[
+        str, Opt(help="The expert score column of an expert-scored table.")
+    ] = "expert_score",
+    config: Annotated[
+        Path | None,
+        Opt(help="With --risk: the fusion weights of the trust (default 0.4/0.3/0.3/0.4)."),
+    ] = None,
 ) -> None:
     """Fit module weights and the deploy threshold to labels; print the ablation.
 
     Weights maximise Spearman ρ(trust, label) on a simplex grid; the deploy threshold is the
     lowest trust (under those weights) whose deployed items reach the target precision.
+    With --risk the thresholds are certified instead (Learn-then-Test, exact binomial bound)
+    under fixed weights, and their certificate is written into --out.
     """
     console = Console(stderr=True)
+    if risk is not None:
+        _certified(
+            source=source,
+            labels=labels,
+            cutoff=cutoff,
+            score_column=score_column,
+            acceptable=acceptable,
+            risk=risk,
+            confidence=confidence,
+            reject_risk=reject_risk,
+            config=config,
+            out=out,
+            console=console,
+        )
+        return
     try:  # before scipy & co are imported: a bad source fails at once
         _check_source(source, labels=labels)
     except PathGLSError as e:

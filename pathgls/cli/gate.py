@@ -219,6 +219,7 @@ def gate(
         fail(console, e)
     out_csv = csv_path if csv_path is not None else run_dir / "gate.csv"
     rows: list[dict[str, Any]] = []
+    gated: list[ScoreCard] = []  # for the certificate's drift check
     errors = 0
     # a benchmark run keeps its cards in RUN_DIR/scorecards (next to manifest, summary, caches)
     search = run_dir / "scorecards" if (run_dir / "scorecards").is_dir() else run_dir
@@ -235,6 +236,7 @@ def gate(
             card = gate_scorecard(card, fusion=fusion_cfg, gate=gate_cfg)
             coverage = fuse(modules=card.modules, config=fusion_cfg).coverage
         rows.append(card_row(card, file=rel, coverage=coverage))
+        gated.append(card)
     if not rows:
         fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
     try:
@@ -242,6 +244,10 @@ def gate(
     except PathGLSError as e:
         fail(console, e)
     print_gate_table(rows)
+    if config is not None:
+        from pathgls.cli.gate_certificate import show_certificates
+
+        show_certificates(config, gated, console)
     counts = {r: sum(row["route"] == r for row in rows) for r in ROUTES}
     console.print(
         f"{counts['deploy']} deploy, {counts['review']} review, {counts['reject']} reject, "

@@ -38,6 +38,12 @@ def report(
             "repeatable. Without it, only files inside RUN are opened.",
         ),
     ] = None,
+    config: Annotated[
+        Path | None,
+        Opt(
+            help="Gate config of `pathgls calibrate --risk`: its certificate is shown by the gate."
+        ),
+    ] = None,
 ) -> None:
     """Write the run's HTML report: config, subjects, comparison, gate, failure gallery."""
     console = Console(stderr=True)
@@ -49,8 +55,10 @@ def report(
 
     try:
         target = out if out is not None else run / "report.html"
-        config = RunReportConfig(failures=failures, sources=tuple(source or ()))
-        path = write_run_report(run_dir=run, out=target, config=config)
+        report_config = RunReportConfig(
+            failures=failures, sources=tuple(source or ()), certificate=config
+        )
+        path = write_run_report(run_dir=run, out=target, config=report_config)
     except PathGLSError as e:
         fail(console, e)
     Console().print(f"run report: {escape(str(path.resolve()))}", soft_wrap=True)

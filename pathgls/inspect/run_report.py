@@ -63,6 +63,8 @@ class RunReportConfig:
     reasons: int = 3
     # Input folders whose items may be shown (a run's own manifest is not trusted for that).
     sources: tuple[Path, ...] = ()
+    # A gate config written by ``pathgls calibrate --risk``: its certificate is shown by the gate.
+    certificate: Path | None = None
 
     def __post_init__(self) -> None:
         if self.failures < 0 or self.thumbnail_side < 32 or self.disagreements < 0:
@@ -444,6 +446,15 @@ def _gallery(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
     return out
 
 
+def _certificates(config: Path | None, cards: list[ScoreCard]) -> dict[str, Any]:
+    """The gate config's certificates in lines, and how the run differs from their rows."""
+    if config is None:
+        return {"certificates": [], "certificate_warnings": []}
+    from pathgls.inspect.review_cert import certificate_panel
+
+    return certificate_panel(config, cards)
+
+
 def _run_info(run_dir: Path) -> dict[str, Any]:
     from pathgls import __version__
     from pathgls.runner.manifest import read_manifest
@@ -499,6 +510,7 @@ def report_context(
         "distributions": _distributions(view, scored),
         "gate": _gate_rows(view, cfg),
         "gallery": _gallery(view, cfg),
+        **_certificates(cfg.certificate, view.cards),
         "random_models": random_any,
     }
 

@@ -1,0 +1,229 @@
+"""The certificate of a calibrated gate: what was guaranteed, on which rows, and when it applies.
+
+``pathgls calibrate --risk`` writes it into the fusion config as ``[calibration.certificate]``
+(deploy) and ``[calibration.reject_certificate]`` (reject); ``pathgls gate --config`` and the
+HTML run report read it back (:func:`read_certificates`), print it, and warn when the run
+differs from the calibration rows (:func:`drift_warnings`): other subjects, other organs, or
+another module coverage — the guarantee holds for rows exchangeable with the calibration rows,
+and a run of another model or organ is not.
+
+May import: core, :mod:`pathgls.meta.certify`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathgls.errors import ConfigError
+from pathgls.meta.certify import METHOD, Certified
+
+if TYPE_CHECKING:
+    from pathgls.types import ScoreCard
+
+#: A module whose share of rows differs by more than this between run and calibration is named.
+COVERAGE_GAP = 0.2
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A certified (or refused) threshold with the rows it rests on."""
+
+    side: str  # deploy or reject
+    certified: bool
+    threshold: float | None
+    risk: float  # α (deploy: unacceptable among deployed) or β (reject: acceptable among rejected)
+    confidence: float  # 1 − δ
+    n: int  # labelled calibration rows
+    bound: float | None  # Clopper–Pearson upper bound reached at the threshold
+    rate: float  # share of the calibration rows deployed (or rejected) at the threshold
+    n_selected: int
+    n_errors: int
+    date: str
+    labels: str  # where the labels came from ("review labels labels.tsv", "… ≥ 3")
+    subjects: tuple[str, ...] = ()
+    organs: tuple[str, ...] = ()
+    coverage: dict[str, float] = field(default_factory=dict)  # module → share of rows scored
+    weights: dict[str, float] = field(default_factory=dict)  # the fusion weights of the trust
+    method: str = METHOD
+    reason: str = ""  # why nothing was certified
+    rows_needed: int | None = None
+
+    @classmethod
+    def from_result(
+        cls,
+        res: Certified,
+        *,
+        labels: str,
+        subjects: Iterable[str],
+        organs: Iterable[str],
+        coverage: Mapping[str, float],
+        weights: Mapping[str, float],
+    ) -> Certificate:
+        """The certificate of a :func:`pathgls.meta.certify.certify_deploy` (or reject) result."""
+        return cls(
+            side=res.side,
+            certified=res.threshold is not None,
+            threshold=res.threshold,
+            risk=res.risk,
+            confidence=res.confidence,
+            n=res.n,
+            bound=None if res.bound is None else round(res.bound, 6),
+            rate=round(res.rate, 6),
+            n_selected=res.n_selected,
+            n_errors=res.n_errors,
+            date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            labels=labels,
+            subjects=tuple(sorted(set(subjects))),
+            organs=tuple(sorted(set(organs))),
+            coverage={m: round(float(v), 4) for m, v in coverage.items()},
+            weights=dict(weights),
+            reason=res.reason or "",
+            rows_needed=res.rows_needed,
+        )
+
+    def to_toml(self) -> dict[str, Any]:
+        """A TOML table (None values left out: TOML has no null)."""
+        data = asdict(self)
+        data["subjects"], data["organs"] = list(self.subjects), list(self.organs)
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_toml(cls, data: Mapping[str, Any]) -> Certificate:
+        """Read back :meth:`to_toml`.
+
+        Raises:
+            ConfigError: a field is missing or of the wrong kind.
+        """
+        try:
+            kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+            for k in ("threshold", "bound", "rows_needed"):  # TOML has no null: left out
+                kw.setdefault(k, None)
+            kw["subjects"] = tuple(str(s) for s in data.get("subjects", ()))
+            kw["organs"] = tuple(str(s) for s in data.get("organs", ()))
+            kw["coverage"] = {str(k): float(v) for k, v in dict(data.get("coverage", {})).items()}
+            kw["weights"] = {str(k): float(v) for k, v in dict(data.get("weights", {})).items()}
+            return cls(**kw)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"unreadable certificate: {e}") from e
+
+    def lines(self) -> list[str]:
+        """The certificate in words, one fact a line."""
+        what = (
+            "unacceptable among deployed" if self.side == "deploy" else "acceptable among rejected"
+        )
+        head = f"{self.side} certificate ({self.method}, {self.date})"
+        if self.certified:
+            first = (
+                f"{self.side} at trust ≥ {self.threshold:.3f}: share {what} ≤ {self.risk:g} "
+                f"with probability ≥ {self.confidence:g} (bound {self.bound:.3f})"
+                if self.side == "deploy"
+                else f"reject below trust {self.threshold:.3f}: share {what} ≤ {self.risk:g} "
+                f"with probability ≥ {self.confidence:g} (bound {self.bound:.3f})"
+            )
+            rate = f"{self.rate:.0%} of the calibration rows {self.side}ed ({self.n_selected})"
+        else:
+            first = f"NOT certified: {self.reason}"
+            rate = ""
+        span = (
+            f"on {self.n} labelled rows ({self.labels}); subjects: "
+            f"{', '.join(self.subjects) or 'not recorded'}; organs: "
+            f"{', '.join(self.organs) or 'not recorded'}"
+        )
+        cov = ", ".join(f"{m} {v:.0%}" for m, v in self.coverage.items())
+        return [head, first, *([rate] if rate else []), span, f"module coverage: {cov or '—'}"]
+
+
+def read_certificates(config: str | os.PathLike[str]) -> list[Certificate]:
+    """The certificates in a config file written by ``pathgls calibrate --risk`` (may be none).
+
+    Raises:
+        ConfigError: the file is not TOML or a certificate is malformed.
+    """
+    import tomllib
+
+    try:
+        data = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{config}: cannot read: {e}") from e
+    cal = data.get("calibration", {})
+    if not isinstance(cal, dict):
+        return []
+    return [
+        Certificate.from_toml(cal[k])
+        for k in ("certificate", "reject_certificate")
+        if isinstance(cal.get(k), dict)
+    ]
+
+
+def module_coverage(rows: Iterable[Mapping[str, float | None]]) -> dict[str, float]:
+    """Module → share of rows with a finite score for it (modules no row has are left out)."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    names = sorted({m for r in rows for m in r})
+    out = {}
+    for m in names:
+        have = sum(1 for r in rows if (v := r.get(m)) is not None and math.isfinite(float(v)))
+        if have:
+            out[m] = have / len(rows)
+    return out
+
+
+def drift_warnings(
+    cert: Certificate,
+    *,
+    subjects: Iterable[str],
+    organs: Iterable[str],
+    coverage: Mapping[str, float],
+) -> list[str]:
+    """Ways in which a run differs from the calibration rows of ``cert`` (empty: none seen).
+
+    Subjects and organs are compared when the certificate recorded them; a module is named when
+    its share of scored rows differs by more than :data:`COVERAGE_GAP`.
+    """
+    out = []
+    new_subjects = sorted(set(subjects) - set(cert.subjects))
+    if cert.subjects and new_subjects:
+        out.append(
+            f"subject(s) not among the calibration rows': {', '.join(new_subjects)} "
+            f"(calibrated on {', '.join(cert.subjects)})"
+        )
+    new_organs = sorted(set(organs) - set(cert.organs))
+    if cert.organs and new_organs:
+        out.append(
+            f"organ(s) not among the calibration rows': {', '.join(new_organs)} "
+            f"(calibrated on {', '.join(cert.organs)})"
+        )
+    for m in sorted(set(coverage) | set(cert.coverage)):
+        a, b = float(coverage.get(m, 0.0)), float(cert.coverage.get(m, 0.0))
+        if abs(a - b) > COVERAGE_GAP:
+            out.append(f"module {m} scored on {a:.0%} of this run's items, {b:.0%} at calibration")
+    if out:
+        out.append(
+            "the certificate holds for reports like the calibration rows; recalibrate on "
+            "labelled reports of this kind"
+        )
+    return out
+
+
+def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[str, float]]:
+    """Subjects, organs (named by the reports) and module coverage of the gated cards."""
+    from pathgls.meta.calibrate import MODULES
+    from pathgls.meta.expert_rows import report_organ
+    from pathgls.text import build_extractor
+
+    done = [c for c in cards if c.status != "failed"]
+    extractor = build_extractor("lexicon")
+    organs = set()
+    for c in done:
+        text = c.reports["original"].text if "original" in c.reports else ""
+        if text.strip() and (organ := report_organ(text, extractor)) is not None:
+            organs.add(organ)
+    coverage = module_coverage([{m: c.value(m) for m in MODULES} for c in done])
+    return {c.subject for c in done}, organs, coverage
