@@ -16,7 +16,9 @@ Contenders (each round runs all of them once, the order rotating; see ``_rounds.
 * **forward**: the encoder's ViT forward alone on the same patches preprocessed to 224 px.
 
 Weights: a random PLIP-size CLIP ViT-B/32 in Hugging Face format
-(``pathgls.testing.save_random_hf_clip(size="plip")``): the real architecture, for timing only.
+(``pathgls.testing.save_random_hf_clip(size="plip")``): the real architecture, for timing only;
+``--size tiny`` uses the tiny random CLIP instead (the same code paths with a model that costs
+little: what is left is reading, resizing, start-up and writing, where the tools differ).
 
 Slides: ``--slide`` (repeatable); default the shared CMU-1 small region (20×, 14 tissue
 patches) and a 32768² px 40× pyramid without a 20× level tiled from it
@@ -197,6 +199,7 @@ def main() -> None:
     ap.add_argument("--pathgls-src", type=Path, default=ROOT)
     ap.add_argument("--cli-arg", action="append", default=[])
     ap.add_argument("--skip", type=lambda s: s.split(","), default=[])
+    ap.add_argument("--size", choices=("plip", "tiny"), default="plip", help="random CLIP size")
     args = ap.parse_args()
     if not CMU.exists() and not args.slide:
         print(f"skipped: no {CMU} (the shared data) and no --slide")
@@ -206,12 +209,13 @@ def main() -> None:
     from pathgls.testing import save_random_hf_clip
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    weights = save_random_hf_clip(args.workdir / "plip", size="plip")
+    weights = save_random_hf_clip(args.workdir / args.size, size=args.size)
     encoder = build_encoder(load_config(encoder={"name": f"hf:{weights}"}).encoder)
     slides = args.slide or [CMU, big_slide(args.workdir)]
     print(
-        f"CLI from {args.pathgls_src} {' '.join(args.cli_arg)}; weights: random PLIP-size "
-        f"ViT-B/32 (timing only); {load_note()}"
+        f"CLI from {args.pathgls_src} {' '.join(args.cli_arg)}; weights: random "
+        f"{'PLIP-size ViT-B/32' if args.size == 'plip' else 'tiny CLIP'} (timing only); "
+        f"{load_note()}"
     )
     for slide in slides:
         bench_slide(slide, args, weights, encoder)
