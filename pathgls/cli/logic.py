@@ -72,6 +72,20 @@ def score_report(text: bytes | str, scorer: Any, *, config: Any) -> Any:
     return logic_score(report=report, nli=scorer, config=config)
 
 
+def _warm_before_fork() -> None:
+    """Import Logic and read one tiny case here, before the pool starts: forked workers then
+    share those modules and vocabularies instead of each loading its own (on a busy machine
+    that load is most of a short table's time). Under spawn it would be wasted: skipped."""
+    import multiprocessing
+
+    if multiprocessing.get_start_method(allow_none=False) != "fork":
+        return
+    from pathgls.logic import logic_score  # noqa: F401  (imported for the workers)
+    from pathgls.text.case.build import build_case
+
+    build_case("Diagnosis: invasive carcinoma. No necrosis.")
+
+
 def logic(
     report: Annotated[
         Path, typer.Argument(help="A report file (.txt/.md) or a TSV/CSV of reports.")
@@ -124,6 +138,7 @@ def logic(
         if n_workers <= 1:
             results = score_serially(items, scorer=make_scorer(cfg.models.nli), score=score)
         else:
+            _warm_before_fork()
             results = score_in_pool(
                 items,
                 make_scorer=functools.partial(make_scorer, cfg.models.nli),
