@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -82,19 +83,34 @@ def timed_process(
     Raises:
         RuntimeError: the child failed (its output's tail in the message).
     """
+    # a child's peak RSS starts from its parent's at fork (Linux keeps the pre-exec high-water
+    # mark), and a benchmark's parent holds a model: a small launcher process forks the command
+    # and reports the command's own peak
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    proc = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        check=False,
     )
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stdout.close()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd[:4])} … failed ({proc.returncode}): {out[-800:]}")
-    return wall, out, usage.ru_maxrss / 1024
+    out, _, tail = proc.stdout.rpartition("\n@@maxrss_kb ")
+    if proc.returncode or not tail.strip().isdigit():
+        what = " ".join(cmd[:4])
+        raise RuntimeError(f"{what} … failed ({proc.returncode}): {proc.stdout[-800:]}")
+    return wall, out, int(tail.strip()) / 1024
+
+
+_LAUNCHER = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(p.pid, 0)
+sys.stdout.flush()
+print("\\n@@maxrss_kb", usage.ru_maxrss, flush=True)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 def ratios(a: Series, b: Series) -> list[float]:
