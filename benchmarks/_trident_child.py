@@ -7,8 +7,8 @@ TRIDENT ``CustomInferenceEncoder`` (TRIDENT's own ``get_eval_transforms``: bicub
 short side to the model input, center crop, ``ToTensor``, the checkpoint's mean/std), runs
 ``OpenSlideWSI.extract_patch_features`` once to warm up and ``--repeats`` more times, times
 its patch dataset alone (read, resize, transforms; one thread) and the wrapped model's
-forward alone on ready tensors, and prints one JSON line: the best
-patches/s of each, the feature file of the last run and the versions used.
+forward alone on ready tensors, and prints one JSON line: the median patches/s of each over
+its runs (and every run), the feature file of the last run and the versions used.
 
 Not a pathgls module and not imported by the tests; ``bench_trident.py`` starts it as
 ``<trident-python> benchmarks/_trident_child.py --slide ... --coords ... --weights ...``.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -84,11 +85,12 @@ def main() -> None:
         )
 
     run()  # warm-up (first forward, first worker start)
-    best = float("inf")
+    runs = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         path = run()
-        best = min(best, time.perf_counter() - t0)
+        runs.append(time.perf_counter() - t0)
+    best = statistics.median(runs)
     with h5py.File(path, "r") as f:
         n = int(f["features"].shape[0])
     # data only: TRIDENT's dataset (read, resize to 512, its transforms) in this thread, no model
@@ -104,12 +106,13 @@ def main() -> None:
         ),
         encoder.eval_transforms,
     )
-    data = float("inf")
+    data_runs = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         for i in range(len(dataset)):
             dataset[i]
-        data = min(data, time.perf_counter() - t0)
+        data_runs.append(time.perf_counter() - t0)
+    data = statistics.median(data_runs)
     # forward only: the same module on ready (n, 3, size, size) tensors, same batches
     pixels = torch.randn((n, 3, size, size), generator=torch.Generator().manual_seed(0))
 
@@ -119,16 +122,18 @@ def main() -> None:
                 encoder(pixels[s : s + args.batch_size])
 
     forward()
-    fwd = float("inf")
+    fwd_runs = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         forward()
-        fwd = min(fwd, time.perf_counter() - t0)
+        fwd_runs.append(time.perf_counter() - t0)
+    fwd = statistics.median(fwd_runs)
     print(
         json.dumps(
             {
                 "patches_per_s": n / best,
                 "seconds": best,
+                "run_seconds": runs,
                 "forward_per_s": n / fwd,
                 "data_per_s": len(dataset) / data,
                 "n_features": n,

@@ -21,8 +21,14 @@ flagged base reports of its ``dev`` items were read while tuning: ``--half quart
 leaves those rows out, so it is quarter 3 without a row any round read.
 ``--half all`` (default) scores every row.
 
+``--cli-rounds N`` adds the user's command on the same rows: ``python -m pathgls logic
+<the rows as a TSV> --json --workers W`` as a whole process (start-up, reading the table, its
+pool), in N alternating rounds with this script's pool path timed from the pool's start (the
+vocabulary load included) and in-call; median [min–max] with the load average, the CLI / pool
+ratio within each round, and whether the CLI's S_l equal this script's on every row.
+
 Usage: python benchmarks/bench_logic_real.py [--workers 2] [--limit N] [--show RULE]
-       [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread]
+       [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread] [--cli-rounds N]
 """
 
 from __future__ import annotations
@@ -108,6 +114,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None, help="score only the first N reports")
     ap.add_argument("--show", default=None, help="print the flagged reports of this rule")
+    ap.add_argument("--cli-rounds", type=int, default=0, help="rounds with `pathgls logic`")
     ap.add_argument(
         "--half",
         default="all",
@@ -168,6 +175,8 @@ def main() -> None:
         f"  2,000 reports in {2000 / rate:.0f} s (≤ 120 s): "
         f"{'MET' if 2000 / rate <= 120 else 'NOT MET'}"
     )
+    if args.cli_rounds:
+        compare_cli(items, results, workers=args.workers, rounds=args.cli_rounds)
     if args.show:
         for r in real:
             if r[2] is not None and r[2] < THRESHOLD and any(c["rule"] == args.show for c in r[3]):
@@ -175,6 +184,51 @@ def main() -> None:
                 print(f"\n{r[0]} ({r[1]}) S_l={r[2]:.2f}: {c['explanation']}")
                 print(f"   {c['first']['scope']}: {c['first']['sentence'][:200]}")
                 print(f"   {c['second']['scope']}: {c['second']['sentence'][:200]}")
+
+
+def compare_cli(items: list, results: list, *, workers: int, rounds: int) -> None:
+    """The user's ``pathgls logic`` on the same rows beside this script's pool, alternating."""
+    import json
+    import os
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _rounds import load_note, ratios, run_rounds, spread, timed_process
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        table = Path(tmp) / "rows.tsv"
+        with open(table, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh, delimiter="\t")
+            w.writerow(["case_id", "report"])
+            w.writerows([i, text] for i, (rid, _g, text) in enumerate(items))
+        outputs: list[str] = []
+
+        def cli() -> tuple[float, None]:
+            cmd = [sys.executable, "-m", "pathgls", "logic", str(table), "--json"]
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            wall, out, _rss = timed_process([*cmd, "--workers", str(workers)], env=env)
+            outputs.append(out)
+            return wall, None
+
+        def pool() -> tuple[float, None]:
+            t0 = time.perf_counter()
+            with Pool(workers, initializer=_init) as p:
+                p.map(score, items, chunksize=8)
+            return time.perf_counter() - t0, None
+
+        print(f"\nthe user's command beside this pool, {rounds} alternating rounds; {load_note()}")
+        s = run_rounds({"CLI": cli, "pool": pool}, rounds=rounds, n_items=len(items))
+    for k, v in s.items():
+        print(f"  {k:5s} {spread(v.seconds)} s, {spread(v.rates)} reports/s")
+    print(
+        f"  CLI / pool (from its start) reports/s: {spread(ratios(s['CLI'], s['pool']), '{:.2f}')}"
+    )
+    got = [json.loads(line) for line in outputs[-1].splitlines() if line.startswith("{")]
+    same = len(got) == len(results) and all(
+        g["logic"] == r[2] for g, r in zip(got, results, strict=True)
+    )
+    print(f"  CLI S_l equal to this script's on every row: {'yes' if same else 'NO'}")
 
 
 def _init_noop(_: int) -> None:

@@ -16,8 +16,11 @@ none is printed. ``--encoder none`` runs without (grounding reported missing).
 On these ROIs the captioners' reports name one visual entity (nuclear features) and no
 diagnosis: Grounding runs (the entity through the text tower per report; the ~100 foil
 phrases of its ``foil-rank`` calibration once per worker), Logic has nothing to check;
-``--entities`` adds a third subject that replays a fixed report with several entities and a
-diagnosis for every item.
+``--entities`` adds a third subject that replays a distinct real pathology report for every
+item and condition (TCGA reports from ``../shared/data/reports/tcga_reports_dev.tsv``, spread
+evenly over the file, each used once: a real replay's cost per card, which one short report
+for every item understated 1.7×); without the shared data that subject is skipped, with the
+reason.
 
 Runs, each in a fresh child process (this script, hidden ``--child`` mode) and a fresh run
 directory, hence a fresh subject cache and the same work:
@@ -101,10 +104,24 @@ SUBJECTS = ("captioner", "captioner-obedient")
 TARGET = 0.15
 RANDOM_NOTE = "random weights: timings only, no score is a result"
 CONDITIONS = ("original", "stain", "attack:false-malignant-history")
-ENTITY_REPORT = (
-    "Microscopic: sheets of tumor cells with necrosis and mitotic figures; no lymphocytes."
-    "\nDiagnosis: invasive ductal carcinoma."
-)
+REAL_REPORTS = ROOT.parent / "shared" / "data" / "reports" / "tcga_reports_dev.tsv"
+
+
+def real_reports(n: int) -> list[str] | None:
+    """``n`` distinct real reports spread evenly over the shared TSV (None when it is absent)."""
+    import csv
+
+    if not REAL_REPORTS.exists():
+        return None
+    csv.field_size_limit(sys.maxsize)
+    with open(REAL_REPORTS, newline="", encoding="utf-8") as fh:
+        texts = list(dict.fromkeys(r["report"] for r in csv.DictReader(fh, delimiter="\t")))
+    if len(texts) < n:
+        raise SystemExit(f"{REAL_REPORTS} has {len(texts)} distinct reports, {n} needed")
+    step = len(texts) / n
+    return [texts[int(i * step)] for i in range(n)]
+
+
 #: (label, card timing keys) of the stages shared by an item's subjects (counted once).
 SHARED = (
     ("identity", ("slide.identity",)),
@@ -562,16 +579,20 @@ def main() -> None:
         else:
             print("encoder: none (tiling/encoding and grounding are not run)")
         subjects = list(SUBJECTS)
-        if args.entities:
+        keys = [(p.stem, c) for p in sorted(rois.glob("*.png")) for c in CONDITIONS]
+        texts = real_reports(len(keys)) if args.entities else None
+        if args.entities and texts is None:
+            print(f"replay subject skipped: no {REAL_REPORTS} (the shared data)")
+        elif texts is not None:
             replay = work / "entities.jsonl"
             replay.write_text(
                 "\n".join(
-                    json.dumps({"item_id": p.stem, "condition": c, "report": ENTITY_REPORT})
-                    for p in sorted(rois.glob("*.png"))
-                    for c in CONDITIONS
+                    json.dumps({"item_id": item, "condition": c, "report": text})
+                    for (item, c), text in zip(keys, texts, strict=True)
                 )
             )
             subjects.append(f"replay:{replay}")
+            print(f"replay: {len(texts)} distinct real reports ({REAL_REPORTS.name})")
         (work / "run.json").write_text(json.dumps({"subjects": subjects, "encoder": encoder}))
         print(
             f"pipeline: subjects {', '.join(s.split(':')[0] for s in subjects)}; extractor "

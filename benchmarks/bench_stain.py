@@ -5,28 +5,31 @@ Tiles: the most tissue-rich 512 px regions at level 0 of the shared H&E slides
 (neighbours may overlap by half a tile: the slides hold fewer than 64 tissue-rich disjoint
 tiles), read through :mod:`pathgls.tiling`; tissue = every channel's OD ≥ β.
 
-* baseline, per image: torchstain's numpy Macenko (``MacenkoNormalizer(backend="numpy")``):
-  its own matrix computation (OD, tissue pixels, covariance eigenvectors, angle percentiles,
-  ``numpy.linalg.lstsq`` concentrations, max concentrations — the private
-  ``__compute_matrices`` that ``fit`` and ``normalize`` both call, called once), then the same
-  perturbation: concentrations scaled by the same factors, ``Io·exp(−HE·C)``, clipped, rounded;
-* batched: :func:`pathgls.attacks.perturb_stain` on the whole batch (fitting included).
+Contenders, each on the same tiles and the same perturbation factors:
 
-Targets: batched ≥ 5× the baseline's throughput on the CPU, with stain matrices equal to
-torchstain's (max abs difference ≤ 1e-3). Both paths are given the same threads (torch via
-``torch.set_num_threads``, numpy's BLAS via threadpoolctl when installed); numpy runs its
-elementwise work on one of them whatever it is given, which is part of what is compared. The
-rounds alternate and the best of each is kept; on a shared machine the load average printed
-says how much other processes took (a loaded CPU slows the two-thread torch path more).
+* pathgls: :func:`pathgls.attacks.perturb_stain` on the whole batch (fitting included) — what
+  ``pathgls attack stain`` and the Stability module run;
+* torchstain numpy / torch: per image, torchstain's Macenko matrix computation (OD, tissue
+  pixels, covariance eigenvectors, angle percentiles, least-squares concentrations, max
+  concentrations — the private ``__compute_matrices`` that ``fit`` and ``normalize`` both
+  call, called once) of its ``numpy`` and its ``torch`` backend, then the same perturbation:
+  concentrations scaled by the same factors, ``Io·exp(−HE·C)``, clipped, rounded;
+* torchstain augmentor: its public ``MacenkoAugmentor`` (torch and numpy backends), per image
+  ``fit`` then ``augment`` (its own random factors: what a torchstain user runs to augment).
 
-Usage: python benchmarks/bench_stain.py [--tiles 64] [--repeats 3] [--threads 2]
+Every contender runs at 1 and at 2 threads (torch via ``torch.set_num_threads``, numpy's BLAS
+via threadpoolctl when installed), in alternating rounds whose order rotates (no best-of-N);
+figures are median [min–max] over rounds with the load average at each run, and ratios are
+taken within a round. Stain matrices must equal torchstain numpy's (max abs difference
+≤ 1e-3).
+
+Usage: python benchmarks/bench_stain.py [--tiles 64] [--rounds 3] [--threads 1,2]
     [--precision float32] [--max-batch N]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -87,23 +90,24 @@ def read_tiles(n: int) -> tuple[np.ndarray, list[str], np.ndarray]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiles", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=3, help="alternating rounds; best is kept")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median kept)")
+    ap.add_argument("--threads", default="1,2", help="thread counts to run every contender at")
     ap.add_argument("--precision", choices=["float32", "float64"], default="float32")
     ap.add_argument("--max-batch", type=int, default=None, help="images per pass (None: auto)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if not all(p.exists() for p in SLIDES):
+        print(f"skipped: the shared slides are absent ({SLIDES[0].parent})")
+        return
+
+    import sys
 
     import torch
     import torchstain
 
-    torch.set_num_threads(args.threads)
-    try:
-        from threadpoolctl import threadpool_limits
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _rounds import load_note, ratios, run_rounds, spread, timed_call
 
-        threadpool_limits(args.threads)
-    except ImportError:
-        pass
     from pathgls.attacks import StainConfig, perturb_stain, stain_factors
 
     t0 = time.perf_counter()
@@ -117,58 +121,96 @@ def main() -> None:
     cfg = StainConfig(precision=args.precision, max_batch=args.max_batch)
     print(
         f"torch {torch.__version__}, numpy {np.__version__}, torchstain "
-        f"{version('torchstain')}; {args.threads} threads; precision "
-        f"{cfg.precision}, max_batch {cfg.max_batch or 'auto'}"
+        f"{version('torchstain')}; precision {cfg.precision}, max_batch "
+        f"{cfg.max_batch or 'auto'}; {load_note()}"
     )
     factors = stain_factors(image_ids=ids, seed=args.seed, config=cfg).numpy()
-    normalizer = torchstain.normalizers.MacenkoNormalizer(backend="numpy")
-    compute = normalizer._NumpyMacenkoNormalizer__compute_matrices  # torchstain's fit step
+    np_compute = torchstain.normalizers.MacenkoNormalizer(
+        backend="numpy"
+    )._NumpyMacenkoNormalizer__compute_matrices
+    t_compute = torchstain.normalizers.MacenkoNormalizer(
+        backend="torch"
+    )._TorchMacenkoNormalizer__compute_matrices
+    chw = [torch.from_numpy(t).permute(2, 0, 1).contiguous() for t in tiles]
+    ref: dict[str, np.ndarray] = {}
 
-    def baseline() -> tuple[np.ndarray, np.ndarray]:
+    def numpy_backend() -> None:
         out = np.empty_like(tiles)
         stains = np.empty((len(tiles), 3, 2))
         for i, tile in enumerate(tiles):
-            he, conc, _max_c = compute(tile, cfg.io, cfg.alpha, cfg.beta)
+            he, conc, _max_c = np_compute(tile, cfg.io, cfg.alpha, cfg.beta)
             conc *= factors[i][:, None]
             rebuilt = np.clip(cfg.io * np.exp(-he @ conc), 0, 255)
             out[i] = np.rint(rebuilt.T).reshape(tile.shape).astype(np.uint8)
             stains[i] = he
-        return out, stains
+        ref["images"], ref["stains"] = out, stains
 
-    def batched():
-        return perturb_stain(images=tiles, image_ids=ids, seed=args.seed, config=cfg)
+    def torch_backend() -> None:
+        f = torch.from_numpy(factors).float()
+        for i, tile in enumerate(chw):
+            he, conc, _max_c = t_compute(tile, cfg.io, cfg.alpha, cfg.beta)
+            rebuilt = torch.clamp(cfg.io * torch.exp(-he @ (conc * f[i][:, None])), 0, 255)
+            torch.round(rebuilt.T).reshape(TILE, TILE, 3).to(torch.uint8)
 
-    batched()  # warm-up
-    base_times, batch_times = [], []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        ref_images, ref_stains = baseline()
-        base_times.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        result = batched()
-        batch_times.append(time.perf_counter() - t0)
-    base_t, batch_t = min(base_times), min(batch_times)
-    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    def augmentor(backend: str):
+        aug = torchstain.augmentors.MacenkoAugmentor(backend=backend, sigma1=0.2, sigma2=0.2)
+        images = chw if backend == "torch" else list(tiles)
+
+        def run() -> None:
+            for img in images:
+                aug.fit(img)
+                aug.augment()
+
+        return run
+
+    result: dict[str, object] = {}
+
+    def batched() -> None:
+        result["r"] = perturb_stain(images=tiles, image_ids=ids, seed=args.seed, config=cfg)
+
+    contenders = {
+        "pathgls perturb_stain (batched)": batched,
+        "torchstain numpy, per image": numpy_backend,
+        "torchstain torch, per image": torch_backend,
+        "torchstain MacenkoAugmentor torch": augmentor("torch"),
+        "torchstain MacenkoAugmentor numpy": augmentor("numpy"),
+    }
+    ours = "pathgls perturb_stain (batched)"
+    for threads in (int(t) for t in args.threads.split(",")):
+        torch.set_num_threads(threads)
+        limits = _blas_limits(threads)
+        batched()  # warm-up at this thread count
+        print(f"\n== {threads} thread(s); {load_note()}")
+        series = run_rounds(
+            {k: (lambda fn=fn: timed_call(fn)) for k, fn in contenders.items()},
+            rounds=args.rounds,
+            n_items=len(tiles),
+        )
+        if limits is not None:
+            limits.unregister()
+        for k, v in series.items():
+            print(f"  {k:34s} {spread(v.rates):>22s} tiles/s  load {spread(v.loads, '{:.1f}')}")
+        for k in contenders:
+            if k != ours:
+                r = ratios(series[ours], series[k])
+                print(f"  pathgls / {k:34s} {spread(r, '{:.2f}')}×")
+    r = result["r"]
+    stain_diff = float(np.abs(r.stain_matrices.numpy() - ref["stains"]).max())
+    pixel_diff = np.abs(r.images.astype(np.int16) - ref["images"].astype(np.int16))
+    print(f"\nmax |stain matrix - torchstain numpy's|: {stain_diff:.2e} (target <= 1e-3)")
     print(
-        f"torchstain numpy, per image: {len(tiles) / base_t:7.1f} tiles/s "
-        f"({1000 * base_t / len(tiles):.1f} ms/tile, best of {args.repeats})"
+        f"images: max |pixel - torchstain numpy path's| {int(pixel_diff.max())}, pixels "
+        f"differing {(pixel_diff > 0).mean():.2e}; {int((~r.transformed).sum())} tiles flagged"
     )
-    print(
-        f"pathgls batched torch:       {len(tiles) / batch_t:7.1f} tiles/s "
-        f"({1000 * batch_t / len(tiles):.1f} ms/tile, best of {args.repeats})"
-    )
-    speedup = base_t / batch_t
-    stain_diff = float(np.abs(result.stain_matrices.numpy() - ref_stains).max())
-    pixel_diff = np.abs(result.images.astype(np.int16) - ref_images.astype(np.int16))
-    n_flagged = int((~result.transformed).sum())
-    print(f"speed-up: {speedup:.2f}x (target >= 5x)")
-    print(f"max |stain matrix - torchstain's|: {stain_diff:.2e} (target <= 1e-3)")
-    print(
-        f"images: max |pixel - baseline's| {int(pixel_diff.max())}, pixels differing "
-        f"{(pixel_diff > 0).mean():.2e}; {n_flagged} tiles flagged"
-    )
-    met = speedup >= 5 and stain_diff <= 1e-3
-    print(f"target: {'MET' if met else 'NOT MET'}")
+
+
+def _blas_limits(threads: int):
+    """threadpoolctl's limit on numpy's BLAS threads (None when it is not installed)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return None
+    return threadpool_limits(threads)
 
 
 if __name__ == "__main__":

@@ -48,10 +48,23 @@ go into the venv only — the main environment is left as it is)::
 child imports TRIDENT and not pathgls. Without that Python the TRIDENT comparison is skipped
 with the reason and the pathgls figures are still printed.
 
-Use ``--n`` ≥ 32: each patch is 16 JPEG tiles and both readers cache ~128 decoded tiles, so
-repeated passes over fewer patches would read from cache.
+Timing: every contender — the internal loop, the user's ``pathgls extract`` command (whole
+tissue grid, so only without ``--n``; its in-call rate and process wall), the in-memory and
+forward-only rows, and the TRIDENT child (one warm-up and one timed run per round) — runs once
+per round in alternating rounds whose order rotates (``_rounds.py``); figures are median
+[min–max] over rounds with the load average, ratios are taken within a round, no best-of-N.
+TRIDENT's environment pins ``transformers<5``: the ViT forward is timed in both environments
+and both versions are printed, so the version difference is measured, not hidden in a ratio.
 
-Usage: python benchmarks/bench_trident.py [--n 64] [--workdir /tmp/pathgls-io]
+TRIDENT is not on the package index (``trident`` there is another project) and installs from
+GitHub; a machine that reaches only the package index cannot make its environment, and this
+script then prints the pathgls rows with the reason (``bench_extract_cli.py`` compares with a
+CLAM/TRIDENT-style loop instead).
+
+Use ``--n`` ≥ 32 (or the default, the tissue grid): each patch is 16 JPEG tiles and both
+readers cache ~128 decoded tiles, so repeated passes over fewer patches would read from cache.
+
+Usage: python benchmarks/bench_trident.py [--n 0] [--rounds 3] [--workdir /tmp/pathgls-io]
        [--trident-python /work/trident-env/bin/python] [--workers 1] [--batch-size 16]
 """
 
@@ -60,11 +73,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -74,46 +87,11 @@ CHILD = HERE / "_trident_child.py"
 
 
 OURS = "pathgls: encode_patches (the extract loop), one 224 px view"
-
-
-def best_rate(fn, n: int, repeats: int) -> float:
-    """Patches/s of the fastest of ``repeats`` calls of ``fn`` after one warm-up call."""
-    from bench_extract_io import timed  # benchmarks/ is on sys.path (see main)
-
-    fn()
-    return timed(fn, n, repeats)
-
-
-def busy_seconds() -> float | None:
-    """CPU seconds every process on the machine has spent busy (``/proc/stat``; None elsewhere)."""
-    try:
-        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
-    except (OSError, ValueError):
-        return None
-    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")  # user nice sys irq
-
-
-def own_seconds() -> float:
-    """CPU seconds of this process, its threads and its waited-for children."""
-    me, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def watched(fn):
-    """``fn()``, the 1-min load when it started, and the CPU share others used meanwhile.
-
-    The share (busy CPU time of the machine minus this process tree's, over wall time × cores)
-    tells a measurement disturbed by another user's job apart from a slow one.
-    """
-    load, b0, o0, t0 = os.getloadavg()[0], busy_seconds(), own_seconds(), time.perf_counter()
-    out = fn()
-    wall, b1, o1 = time.perf_counter() - t0, busy_seconds(), own_seconds()
-    if b0 is None or b1 is None:
-        return out, load, None
-    return out, load, max(0.0, (b1 - b0) - (o1 - o0)) / (wall * (os.cpu_count() or 1))
+CLI = "pathgls extract, the user's command (in-call rate it prints)"
+MEM = "pathgls forward only: encode_highres on patches in memory"
+FWD = "ViT forward only on 224 px tensors (main env)"
+DATA = "pathgls data only: read in this thread + preprocess to 224"
+TRI = "TRIDENT extract_patch_features (its env; one run per round)"
 
 
 def write_trident_coords(path: Path, *, coords: np.ndarray, plan, dims, slide: Path) -> None:
@@ -179,7 +157,7 @@ def run_trident(args, *, slide: Path, coords_h5: Path, weights: Path, out: Path)
         "--threads",
         str(args.threads),
         "--repeats",
-        str(args.repeats),
+        "1",
     ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("PYTHONPATH", None)  # the child must not see this checkout
@@ -205,8 +183,10 @@ def summary(c: np.ndarray) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "pathgls-io")
-    ap.add_argument("--n", type=int, default=64, help="patches")
-    ap.add_argument("--repeats", type=int, default=2, help="timed runs after one warm-up")
+    ap.add_argument(
+        "--n", type=int, default=0, help="patches (0: the slide's whole tissue grid, as the CLI)"
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median kept)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--workers", type=int, default=1, help="reader workers, both tools")
     ap.add_argument("--threads", type=int, default=0, help="torch threads, both (0: torch's)")
@@ -223,6 +203,7 @@ def main() -> None:
     from pathgls.tiling import make_grid, open_slide, stream_patches
 
     sys.path.insert(0, str(HERE))
+    from _rounds import ratios, run_rounds, spread, timed_call, timed_process
     from bench_extract_io import SIZE, build
 
     args.threads = args.threads or torch.get_num_threads()
@@ -230,10 +211,14 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     slide = build(args.workdir)
     reader = open_slide(slide)
-    grid = make_grid(reader, load_config(tiling={"tissue_threshold": 0.0}).tiling)
+    if args.n:
+        grid = make_grid(reader, load_config(tiling={"tissue_threshold": 0.0}).tiling)
+        step = max(1, len(grid.coords) // args.n)
+        coords = np.asarray(grid.coords[::step][: args.n], dtype=np.int64)
+    else:  # the tissue grid `pathgls extract` makes with its defaults: the CLI row can run
+        grid = make_grid(reader, load_config().tiling)
+        coords = np.asarray(grid.coords, dtype=np.int64)
     plan = grid.plan
-    step = max(1, len(grid.coords) // args.n)
-    coords = np.asarray(grid.coords[::step][: args.n], dtype=np.int64)
     n = len(coords)
     if n * (plan.read_size // 256) ** 2 <= 256:  # the slide's JPEG tiles are 256 px
         print(
@@ -266,15 +251,6 @@ def main() -> None:
         ):
             feats.append(f)
 
-    rows: dict[str, float] = {}
-    notes: dict[str, tuple[float, float | None]] = {}  # load at start, others' CPU share
-
-    def measure(label: str, fn) -> None:
-        rows[label], *rest = watched(lambda: best_rate(fn, n, args.repeats))
-        notes[label] = (rest[0], rest[1])
-
-    measure(OURS, pathgls)
-    ours = np.concatenate(feats)
     patches = np.concatenate(
         [b.images for b in stream_patches(reader, coords, plan, batch_size=64, workers=0)]
     )
@@ -288,7 +264,6 @@ def main() -> None:
                 window_stride=plan.patch_size,
             )
 
-    measure("pathgls forward only: encode_highres on patches in memory", in_memory)
     device = torch.device(plip.device)
     pixels = plip.preprocess(patches, device=device, dtype=plip.dtype)
 
@@ -297,55 +272,71 @@ def main() -> None:
             for s in range(0, n, args.batch_size):
                 plip.image_features(pixels[s : s + args.batch_size])
 
-    measure("ViT forward only on 224 px tensors (main env)", bare)
-
     def data_only() -> None:
         for b in stream_patches(reader, coords, plan, batch_size=args.batch_size, workers=0):
             plip.preprocess(b.images, device=device, dtype=plip.dtype)
 
-    measure("pathgls data only: read in this thread + preprocess to 224", data_only)
+    tri_runs: list[dict] = []
 
-    t0 = time.perf_counter()
-    tri, *note = watched(
-        lambda: run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
-    )
-    child_s = time.perf_counter() - t0
-    if "skipped" not in tri:
-        rows["TRIDENT extract_patch_features"] = tri["patches_per_s"]
-        rows["ViT forward only on 224 px tensors (TRIDENT env)"] = tri["forward_per_s"]
-        notes["TRIDENT extract_patch_features"] = (note[0], note[1])
-        notes["ViT forward only on 224 px tensors (TRIDENT env)"] = (note[0], note[1])
-        rows["TRIDENT data only: its patch dataset, 1 thread"] = tri["data_per_s"]
-        notes["TRIDENT data only: its patch dataset, 1 thread"] = (note[0], note[1])
+    def trident() -> tuple[float, float | None]:
+        t = run_trident(args, slide=slide, coords_h5=coords_h5, weights=weights, out=run_dir)
+        tri_runs.append(t)
+        if "skipped" in t:
+            return float("nan"), float("nan")
+        return t["seconds"], t["patches_per_s"]
 
-    print(f"\n{'measurement':62s} {'patches/s':>10s} {'load':>6s} {'others':>7s}")
-    for k, v in rows.items():
-        load, others = notes[k]
-        print(f"{k:62s} {v:10.1f} {load:6.2f} {'?' if others is None else f'{others:.0%}':>7s}")
-    print(
-        "(load: 1-min load average when it started; others: share of the machine's CPU time "
-        "that other processes used while it ran — above ~5% the figure is disturbed)"
-    )
-    ext = rows[OURS]
-    fwd = rows["ViT forward only on 224 px tensors (main env)"]
-    print(f"\npathgls / ViT forward only (main env): {ext / fwd:.0%}")
-    print(
-        "pathgls / encode_highres in memory: "
-        f"{ext / rows['pathgls forward only: encode_highres on patches in memory']:.0%}"
-    )
+    cli_walls: list[float] = []
+
+    def cli() -> tuple[float, float | None]:
+        out = run_dir / f"cli-{len(cli_walls)}"
+        wall, text, _rss = timed_process(
+            [
+                *(sys.executable, "-m", "pathgls", "extract", str(slide), "--out", str(out)),
+                *("--encoder", f"hf:{weights}", "--batch-size", str(args.batch_size)),
+                *("--workers", str(args.workers), "--torch-threads", str(args.threads)),
+            ]
+        )
+        cli_walls.append(wall)
+        m = re.search(r"encoded \((?:[^()]*, )?([\d.]+) patches/s\)", text)
+        return wall, float(m.group(1)) if m else None
+
+    contenders = {
+        OURS: lambda: timed_call(pathgls),
+        MEM: lambda: timed_call(in_memory),
+        FWD: lambda: timed_call(bare),
+        DATA: lambda: timed_call(data_only),
+    }
+    if not args.n:
+        contenders[CLI] = cli
+    if Path(args.trident_python).exists():
+        contenders[TRI] = trident
+    else:
+        print(f"TRIDENT: not run — no TRIDENT Python at {args.trident_python} (see the docstring)")
+    pathgls()  # warm-up of the in-process paths
+    series = run_rounds(contenders, rounds=args.rounds, n_items=n)
+    ours = np.concatenate(feats)
+    print(f"\n{'measurement (median [min–max] of rounds)':62s} {'patches/s':>22s} load")
+    for k, v in series.items():
+        print(f"{k:62s} {spread(v.rates):>22s} {spread(v.loads, '{:.1f}')}")
+    if cli_walls:
+        print(f"{'CLI whole process, seconds':62s} {spread(cli_walls):>22s}")
+    print("ratios within each round:")
+    for a, b in ((OURS, FWD), (CLI, OURS), (CLI, FWD), (OURS, TRI), (CLI, TRI)):
+        if a in series and b in series:
+            print(f"  {a[:40]} / {b[:40]}: {spread(ratios(series[a], series[b]), '{:.2f}')}×")
+    tri = tri_runs[-1] if tri_runs else {"skipped": "not installed"}
     if "skipped" in tri:
         print(f"TRIDENT comparison: not run — {tri['skipped']}")
         reader.close()
         return
+    import transformers
+
     print(
-        f"TRIDENT {tri['trident']} (torch {tri['torch']}, transformers {tri['transformers']}, "
-        f"torch threads {tri['torch_threads']}, workers {tri['workers']}; child {child_s:.0f} s)"
+        f"TRIDENT {tri['trident']} (torch {tri['torch']}, transformers {tri['transformers']}; "
+        f"here: torch {torch.__version__}, transformers {transformers.__version__}); its ViT "
+        f"forward in its env {tri['forward_per_s']:.1f}/s vs here "
+        f"{statistics.median(series[FWD].rates):.1f}/s (the version difference, measured)"
     )
-    trate = tri["patches_per_s"]
-    print(f"TRIDENT / ViT forward only (main env): {trate / fwd:.0%}")
-    print(f"TRIDENT / ViT forward only (TRIDENT env): {trate / tri['forward_per_s']:.0%}")
-    ratio = ext / trate
-    print(f"pathgls / TRIDENT: {ratio:.2f}× (≥ 1.2×) {'MET' if ratio >= 1.2 else 'NOT MET'}")
 
     import h5py
 

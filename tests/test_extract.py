@@ -26,8 +26,11 @@ from pathgls.tiling import make_grid, open_slide
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cfg(tiny_clip: Path, **stream):
-    return load_config(encoder={"name": f"hf:{tiny_clip}"}, stream={"batch_size": 4, **stream})
+def _cfg(tiny_clip: Path, *, windows: bool = True, **stream):
+    """HighRes windows unless told (the tests of the windows path; one view has its own)."""
+    return load_config(
+        encoder={"name": f"hf:{tiny_clip}", "windows": windows}, stream={"batch_size": 4, **stream}
+    )
 
 
 def _bag_arrays(path: Path) -> dict[str, np.ndarray]:
@@ -74,14 +77,16 @@ def test_extract_cmu_writes_a_valid_bag(tmp_path: Path, tiny_clip: Path, cmu_sli
         == "skipped"
     )
     cfg_over = load_config(
-        encoder={"name": cfg.encoder.name}, stream={"batch_size": 4}, bag={"overwrite": True}
+        encoder={"name": cfg.encoder.name, "windows": True},
+        stream={"batch_size": 4},
+        bag={"overwrite": True},
     )
     r2 = extract_slide(slide=cmu_slide, out_dir=tmp_path, encoder=enc, config=cfg_over)
     assert r2.status == "done"
     np.testing.assert_array_equal(read_bag(r2.bag_path).window_features, bag.window_features)
     # a bag made with other settings is never silently reused
     cfg_other = load_config(
-        encoder={"name": cfg.encoder.name},
+        encoder={"name": cfg.encoder.name, "windows": True},
         stream={"batch_size": 4},
         tiling={"tissue_threshold": 0.5},
     )
@@ -96,7 +101,7 @@ _KILL_SCRIPT = textwrap.dedent(
     from pathgls.encoders import build_encoder
     from pathgls.features.extract import extract_slide
     slide, out, model, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    cfg = load_config(encoder={"name": "hf:" + model}, stream={"batch_size": 4})
+    cfg = load_config(encoder={"name": "hf:" + model, "windows": True}, stream={"batch_size": 4})
     enc = build_encoder(cfg.encoder)
     def progress(done, total):
         if kill_at and done >= kill_at:

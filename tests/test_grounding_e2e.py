@@ -43,7 +43,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def cmu_bag(tmp_path_factory: pytest.TempPathFactory, models, cmu_slide: Path) -> Path:
-    cfg = load_config(encoder={"name": f"hf:{models['a']}"}, stream={"batch_size": 8})
+    cfg = load_config(
+        encoder={"name": f"hf:{models['a']}", "windows": True}, stream={"batch_size": 8}
+    )
     r = extract_slide(
         slide=cmu_slide,
         out_dir=tmp_path_factory.mktemp("bags"),
@@ -191,7 +193,9 @@ def test_cli_rejects_a_bag_of_another_encoder(cmu_bag, models, tmp_path) -> None
 
 def test_report_without_visual_entities_and_empty_bag(models, tiles_dir, tmp_path) -> None:
     enc = _encoder(models["a"])
-    cfg = load_config(encoder={"name": f"hf:{models['a']}"}, stream={"batch_size": 8})
+    cfg = load_config(
+        encoder={"name": f"hf:{models['a']}", "windows": True}, stream={"batch_size": 8}
+    )
     r = extract_slide(
         slide=tiles_dir / "no-tissue.png", out_dir=tmp_path, encoder=enc, config=cfg, mpp=0.5
     )

@@ -425,6 +425,7 @@ def test_bags_without_the_identity_attributes_are_read_and_reused(
         encoder=build_encoder(config.encoder),
         config=config,
         bag_name="cmu",
+        windows=True,  # the runner's bag
     )
     assert res.status == "skipped" and res.n_encoded == 0, res.warnings
     assert not any("rebuilt" in w for w in res.warnings)  # same slide: its full hash agrees

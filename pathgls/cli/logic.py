@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -62,6 +63,42 @@ def _read_reports(path: Path, column: str | None, id_column: str) -> list[tuple[
     return items
 
 
+def make_scorer(spec: str) -> Any:
+    """The scorer ``pathgls logic`` scores with (``models.nli``); each pool worker calls this
+    once, so what it builds is what every worker runs."""
+    from pathgls.nli import build_nli
+
+    return build_nli(spec)
+
+
+def score_report(text: bytes | str, scorer: Any, *, config: Any) -> Any:
+    """S_l of one report text with ``scorer`` (``config``: the LogicConfig).
+
+    Logic reads the cleaned text and its warnings, not entities: the entity pass is not run.
+    """
+    from pathgls.logic import logic_score
+    from pathgls.text.analyze import AnalyzedReport
+    from pathgls.text.sections import parse_report
+
+    parsed = parse_report(text)
+    report = AnalyzedReport(parsed=parsed, warnings=list(parsed.warnings))
+    return logic_score(report=report, nli=scorer, config=config)
+
+
+def _warm_before_fork() -> None:
+    """Import Logic and read one tiny case here, before the pool starts: forked workers then
+    share those modules and vocabularies instead of each loading its own (on a busy machine
+    that load is most of a short table's time). Under spawn it would be wasted: skipped."""
+    import multiprocessing
+
+    if multiprocessing.get_start_method(allow_none=False) != "fork":
+        return
+    from pathgls.logic import logic_score  # noqa: F401  (imported for the workers)
+    from pathgls.text.case.build import build_case
+
+    build_case("Diagnosis: invasive carcinoma. No necrosis.")
+
+
 def logic(
     report: Annotated[
         Path, typer.Argument(help="A report file (.txt/.md) or a TSV/CSV of reports.")
@@ -71,7 +108,10 @@ def logic(
     ] = None,
     extractor: Annotated[
         str | None,
-        Opt(help="Entity extractor: lexicon (default), hf-ner:<dir>, llm:<url>#<model>."),
+        Opt(
+            help="Entity extractor (checked, not run: S_l reads the report's statements, not "
+            "its entities; see `pathgls entities`)."
+        ),
     ] = None,
     column: Annotated[
         str | None, Opt(help="Report column of a TSV (default: candidate/report/text).")
@@ -83,6 +123,14 @@ def logic(
         Opt(help="TOML config: its logic section, models.nli and models.extractor."),
     ] = None,
     as_json: Annotated[bool, Opt("--json", help="Print JSON (one object per report).")] = False,
+    workers: Annotated[
+        int | None,
+        Opt(
+            min=1,
+            help="Processes scoring a table (default: every core this process may use); "
+            "results stream in input order.",
+        ),
+    ] = None,
 ) -> None:
     """Logic score S_l: do the report's findings contradict its diagnosis?"""
     from pathgls.config import load_config
@@ -95,24 +143,35 @@ def logic(
         preflight.check_config_models(cfg, nli=True, extractor=True)
     except PathGLSError as e:
         fail(console, e)
-    from pathgls.evidence import LogicEvidence
-    from pathgls.logic import logic_score
-    from pathgls.nli import build_nli
-    from pathgls.text import analyze_report, build_extractor
+    from pathgls.cli.logic_pool import default_workers, score_in_pool, score_serially
 
+    n_workers = min(workers or default_workers(), len(items))
+    score = functools.partial(score_report, config=cfg.logic)
     try:
-        ext = build_extractor(cfg.models.extractor)
-        scorer = build_nli(cfg.models.nli)
+        if n_workers <= 1:
+            results = score_serially(items, scorer=make_scorer(cfg.models.nli), score=score)
+        else:
+            _warm_before_fork()
+            results = score_in_pool(
+                items,
+                make_scorer=functools.partial(make_scorer, cfg.models.nli),
+                score=score,
+                workers=n_workers,
+            )
+        _print_results(results, as_json=as_json, top=top, console=console)
     except PathGLSError as e:
         fail(console, e)
+
+
+def _print_results(results: Any, *, as_json: bool, top: int, console: Console) -> None:
+    """Print each report's S_l (or its error) as it comes."""
+    from pathgls.evidence import LogicEvidence
+
     out = Console()
-    for rid, text in items:
-        try:
-            score = logic_score(
-                report=analyze_report(text, extractor=ext), nli=scorer, config=cfg.logic
-            )
-        except PathGLSError as e:
-            console.print(f"[red]error[/] {escape(rid)}: {escape(str(e))}", soft_wrap=True)
+    for r in results:
+        rid, score = r.rid, r.score
+        if r.error is not None:
+            console.print(f"[red]error[/] {escape(rid)}: {escape(r.error)}", soft_wrap=True)
             continue
         if as_json:
             typer.echo(
@@ -134,7 +193,7 @@ def logic(
                 f"  ({escape(score.missing_reason or '')})"
                 if score.value is None
                 else f"  (K={score.evidence['k']} of {score.evidence['n_pairs']} pairs, "
-                f"{scorer.name})"
+                f"{r.scorer_name})"
             ),
             soft_wrap=True,
         )

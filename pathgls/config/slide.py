@@ -173,6 +173,10 @@ class EncoderConfig:
     window_size: int = 224
     # Stride between windows; edge windows are shifted inward so they stay inside the patch.
     window_stride: int = 224
+    # `pathgls extract` encodes HighRes windows too (Grounding needs them; ~9x the encoder work
+    # for 512 px patches) instead of one view per patch, the features CLAM/TRIDENT make. The
+    # benchmark runner always asks for windows.
+    windows: bool = False
     # Directory with pulled models; None reads PATHGLS_MODELS_DIR or ~/.cache/pathgls/models.
     models_dir: str | None = None
 

@@ -2,12 +2,17 @@
 
 The model, its tokenizer and its image-processor config are read from a local directory with
 ``local_files_only=True``; the processor config only supplies the numbers (input size, resize
-rule, mean/std) for the batched torch preprocessing of :class:`TorchPreprocess`.
+rule, mean/std) for the batched torch preprocessing of :class:`TorchPreprocess`. The tokenizer
+is loaded when text is first encoded (extraction never does: it saves the tokenizer's import
+and load); its files are checked to be there when the encoder is built.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -92,7 +97,7 @@ def load_hf_clip(
     Raises:
         EncoderError: the directory holds no loadable ``CLIPModel``.
     """
-    from transformers import AutoConfig, AutoTokenizer, CLIPModel
+    from transformers import AutoConfig, CLIPModel
 
     device = resolve_device(config.device)
     try:
@@ -109,23 +114,18 @@ def load_hf_clip(
     model = load_checked(
         CLIPModel, location, label=config.name, what="a CLIPModel", dtype=torch_dtype(precision)
     )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError) as e:
-        raise EncoderError(f"{config.name!r}: cannot load the tokenizer in {location}: {e}") from e
+    tokenizer = _lazy_tokenizer(config.name, location)
     model = model.to(device).eval()
     image_size = int(hf_config.vision_config.image_size)
-    max_len = min(
-        int(tokenizer.model_max_length), int(hf_config.text_config.max_position_embeddings)
-    )
+    max_positions = int(hf_config.text_config.max_position_embeddings)
 
     def image_features(pixels: torch.Tensor) -> torch.Tensor:
         return _pooled(model.get_image_features(pixel_values=pixels))
 
     def text_features(texts: list[str]) -> torch.Tensor:
-        tok = tokenizer(
-            texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt"
-        )
+        tk = tokenizer()
+        max_len = min(int(tk.model_max_length), max_positions)
+        tok = tk(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
         out = model.get_text_features(
             input_ids=tok["input_ids"].to(device), attention_mask=tok["attention_mask"].to(device)
         )
@@ -146,6 +146,40 @@ def load_hf_clip(
         preprocess=_preprocess_from_processor(location, image_size),
         module=model,
     )
+
+
+#: Files one of which a Hugging Face tokenizer directory holds.
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer_config.json")
+
+
+def _lazy_tokenizer(label: str | None, location: str) -> Callable[[], Any]:
+    """The directory's tokenizer, loaded on the first call (once, thread-safely).
+
+    Raises:
+        EncoderError: now when the directory has no tokenizer file; on the first call when
+            the tokenizer cannot be loaded.
+    """
+    if not any((Path(location) / f).is_file() for f in _TOKENIZER_FILES):
+        raise EncoderError(
+            f"{label!r}: cannot load the tokenizer in {location}: none of "
+            f"{', '.join(_TOKENIZER_FILES)} is there"
+        )
+    lock, loaded = threading.Lock(), []
+
+    def get() -> Any:
+        with lock:
+            if not loaded:
+                from transformers import AutoTokenizer
+
+                try:
+                    loaded.append(AutoTokenizer.from_pretrained(location, local_files_only=True))
+                except (OSError, ValueError, RuntimeError, KeyError) as e:
+                    raise EncoderError(
+                        f"{label!r}: cannot load the tokenizer in {location}: {e}"
+                    ) from e
+            return loaded[0]
+
+    return get
 
 
 @register_encoder(

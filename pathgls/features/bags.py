@@ -2,13 +2,20 @@
 
 One file per slide and encoder, readable by CLAM/TRIDENT-style loaders::
 
-    features         (N, D)    float32  window mean per patch
+    features         (N, D)    float32  one view per patch, or the window mean (views=windows)
     coords           (N, 2)    int64    level-0 top-left (x, y)
-    window_features  (N, W, D) float16  HighRes window embeddings (grounding uses these)
+    window_features  (N, W, D) float16  HighRes window embeddings (grounding uses these); only
+                                        in bags with ``views="windows"``
     attrs: encoder, patch_size, patch_size_level0, target_magnification, target_mpp,
            level0_magnification, level0_mpp, window_size, window_stride, slide_name,
-           slide_sha256, pathgls_version, complete (+ provenance extras, and the slide's cheap
-           identity: slide_size, slide_mtime_ns, slide_header_sha256)
+           slide_sha256, pathgls_version, complete, views, views_per_patch (+ provenance
+           extras, and the slide's cheap identity: slide_size, slide_mtime_ns,
+           slide_header_sha256)
+
+``views`` says what was encoded: ``"patch"`` (one view of each whole patch, as CLAM and TRIDENT
+make; no ``window_features``; window_size = window_stride = patch_size) or ``"windows"``
+(HighRes windows; bags written before the attribute existed are all ``"windows"``).
+``views_per_patch`` is the encoder work per patch (1, or W).
 
 A bag is written to ``<name>.h5.partial`` batch by batch, each batch flushed with the count of
 patches done; it is renamed to ``<name>.h5`` only when complete. An interrupted run resumes
@@ -30,7 +37,7 @@ import h5py
 import numpy as np
 
 from pathgls.errors import BagError
-from pathgls.features.bag_checks import check_coords, check_storage
+from pathgls.features.bag_checks import DATASETS, check_coords, check_storage
 
 PARTIAL_SUFFIX = ".partial"
 _PLANNED = "_planned_coords"  # internal dataset of partial files: the coordinates to write
@@ -76,6 +83,9 @@ class BagMeta:
     slide_size: int = 0
     slide_mtime_ns: int = 0
     slide_header_sha256: str = ""
+    # "patch": one view per patch, no window_features; "windows": HighRes windows (Grounding)
+    views: str = "windows"
+    views_per_patch: int = 0  # encoder views per patch (0 in bags written before it was kept)
     extras: dict[str, Any] = field(default_factory=dict, compare=False)
 
     #: Fields that must agree for an existing or partial bag to be reused.
@@ -96,7 +106,13 @@ class BagMeta:
         "n_windows",
         "dim",
         "resample",
+        "views",
     )
+
+    @property
+    def has_windows(self) -> bool:
+        """Whether the bag stores HighRes ``window_features`` (Grounding needs them)."""
+        return self.views != "patch"
 
     def mismatches(self, other: BagMeta) -> list[str]:
         """Names of identity fields that differ, as ``name: mine != theirs``."""
@@ -162,6 +178,7 @@ _AT_MOST = {
     "target_mpp": 1000.0,
     "level0_mpp": 1000.0,
     "n_windows": 1 << 20,
+    "views_per_patch": 1 << 20,
     "dim": 1 << 20,
 }
 
@@ -233,7 +250,8 @@ REQUIRED_ATTRS = (
 
 @dataclass
 class FeatureBag:
-    """A bag read into memory (``window_features`` is None when not loaded)."""
+    """A bag read into memory (``window_features`` is None when not loaded, or when the bag
+    has none: ``meta.views == "patch"``)."""
 
     features: np.ndarray
     coords: np.ndarray
@@ -281,12 +299,16 @@ def validate_bag(
 
 
 def _validate_open(f: h5py.File, p: Path, *, slide_size: tuple[int, int] | None = None) -> BagMeta:
-    check_storage(f, p)  # before a byte of data is read
-    feats, coords, win = f["features"], f["coords"], f["window_features"]
+    # before a byte of data is read; a bag of views="patch" has no window_features (checked
+    # against its attributes below)
+    check_storage(f, p, datasets=DATASETS if "window_features" in f else PATCH_DATASETS)
     try:
         meta = BagMeta.from_attrs(f.attrs)
     except BagError as e:
         raise BagError(f"{p}: {e}") from e
+    if meta.views not in VIEWS:
+        raise BagError(f"{p}: attribute views must be patch or windows, got {meta.views!r}")
+    feats, coords = f["features"], f["coords"]
     if not meta.complete:
         raise BagError(f"{p}: the bag is marked incomplete")
     n = coords.shape[0]
@@ -294,12 +316,29 @@ def _validate_open(f: h5py.File, p: Path, *, slide_size: tuple[int, int] | None 
         raise BagError(f"{p}: coords must be (N, 2) integers, got {coords.shape} {coords.dtype}")
     if feats.ndim != 2 or feats.shape[0] != n:
         raise BagError(f"{p}: features must be (N, D) with N={n}, got {feats.shape}")
-    if win.ndim != 3 or win.shape[0] != n or win.shape[2] != feats.shape[1]:
-        raise BagError(
-            f"{p}: window_features must be (N, W, D), got {win.shape} for features {feats.shape}"
-        )
     if meta.dim and meta.dim != feats.shape[1]:
         raise BagError(f"{p}: attribute dim={meta.dim} but features have D={feats.shape[1]}")
+    if meta.has_windows:
+        if "window_features" not in f:
+            raise BagError(f"{p}: dataset 'window_features' is missing")
+        _check_windows(f["window_features"], meta, feats.shape, p)
+    elif "window_features" in f:
+        raise BagError(f"{p}: a bag of views='patch' must not hold window_features")
+    check_coords(coords, p, slide_size=slide_size)
+    for start in range(0, n, _CHECK_ROWS):  # window features are checked as they are read
+        bad = ~np.isfinite(np.asarray(feats[start : start + _CHECK_ROWS], dtype=np.float32))
+        if bad.any():
+            row = start + int(np.argwhere(bad)[0][0])
+            raise BagError(f"{p}: non-finite (NaN or inf) features, first at patch {row}")
+    return meta
+
+
+def _check_windows(win: Any, meta: BagMeta, feats_shape: tuple[int, ...], p: Path) -> None:
+    n = feats_shape[0]
+    if win.ndim != 3 or win.shape[0] != n or win.shape[2] != feats_shape[1]:
+        raise BagError(
+            f"{p}: window_features must be (N, W, D), got {win.shape} for features {feats_shape}"
+        )
     if meta.n_windows and meta.n_windows != win.shape[1]:
         raise BagError(f"{p}: attribute n_windows={meta.n_windows} but W={win.shape[1]}")
     expected = windows_per_patch(meta.patch_size, meta.window_size, meta.window_stride)
@@ -308,13 +347,28 @@ def _validate_open(f: h5py.File, p: Path, *, slide_size: tuple[int, int] | None 
             f"{p}: a {meta.patch_size} px patch has {expected} windows of {meta.window_size} px "
             f"at stride {meta.window_stride}, but window_features has W={win.shape[1]}"
         )
-    check_coords(coords, p, slide_size=slide_size)
-    for start in range(0, n, _CHECK_ROWS):  # window features are checked as they are read
-        bad = ~np.isfinite(np.asarray(feats[start : start + _CHECK_ROWS], dtype=np.float32))
-        if bad.any():
-            row = start + int(np.argwhere(bad)[0][0])
-            raise BagError(f"{p}: non-finite (NaN or inf) features, first at patch {row}")
-    return meta
+
+
+#: The datasets of a bag of ``views="patch"`` (TRIDENT/CLAM's two).
+PATCH_DATASETS = {k: v for k, v in DATASETS.items() if k != "window_features"}
+#: What a bag's ``views`` attribute may say.
+VIEWS = ("patch", "windows")
+#: What to tell a user whose bag has no HighRes windows where they are needed.
+NO_WINDOWS_HINT = (
+    "it was extracted with one view per patch (views='patch', the default of `pathgls extract`) "
+    "and holds no HighRes window features; Grounding needs them: extract it again with "
+    "`pathgls extract --windows` (or encoder.windows = true in the config)"
+)
+
+
+def require_windows(meta: BagMeta, path: str | os.PathLike[str]) -> None:
+    """Refuse a bag without HighRes windows where they are needed (Grounding).
+
+    Raises:
+        BagError: naming the bag and the ``--windows`` flag.
+    """
+    if not meta.has_windows:
+        raise BagError(f"{path}: {NO_WINDOWS_HINT}")
 
 
 #: Rows of ``features`` checked at a time when a bag is opened.
@@ -328,14 +382,14 @@ def read_bag(
     slide_size: tuple[int, int] | None = None,
 ) -> FeatureBag:
     """Validate (:func:`validate_bag`) and load a bag (``windows=False`` skips the large
-    window_features)."""
+    window_features; a bag of ``views="patch"`` has none: they are None)."""
     p = Path(path)
     meta = validate_bag(p, slide_size=slide_size)
     with h5py.File(p, "r") as f:
         return FeatureBag(
             features=f["features"][:],
             coords=f["coords"][:],
-            window_features=f["window_features"][:] if windows else None,
+            window_features=f["window_features"][:] if windows and meta.has_windows else None,
             meta=meta,
             path=p,
         )
@@ -418,7 +472,8 @@ class BagWriter:
             BagError: naming the file, the bytes free and needed.
         """
         m = self.meta
-        need = rows * (m.dim * 4 + 16 + m.n_windows * m.dim * 2) + SPACE_HEADROOM
+        windows = m.n_windows if m.has_windows else 0
+        need = rows * (m.dim * 4 + 16 + windows * m.dim * 2) + SPACE_HEADROOM
         try:
             free = shutil.disk_usage(self.partial.parent).free
         except OSError:
@@ -447,7 +502,7 @@ class BagWriter:
             n_done = int(f.attrs.get(_DONE, 0))
             if not 0 <= n_done <= self.n_total:
                 return f"invalid progress counter {n_done}"
-            for name in ("features", "coords", "window_features"):
+            for name in self._datasets():
                 if name not in f or f[name].shape[0] < n_done:
                     return f"dataset {name} is shorter than the progress counter"
                 f[name].resize(n_done, axis=0)  # drop rows written after the last flush
@@ -475,14 +530,15 @@ class BagWriter:
         f.create_dataset(
             "coords", shape=(0, 2), maxshape=(None, 2), dtype="int64", chunks=(rows, 2), **kw
         )
-        f.create_dataset(
-            "window_features",
-            shape=(0, m.n_windows, m.dim),
-            maxshape=(None, m.n_windows, m.dim),
-            dtype="float16",
-            chunks=(max(1, rows // 4), m.n_windows, m.dim),
-            **kw,
-        )
+        if m.has_windows:
+            f.create_dataset(
+                "window_features",
+                shape=(0, m.n_windows, m.dim),
+                maxshape=(None, m.n_windows, m.dim),
+                dtype="float16",
+                chunks=(max(1, rows // 4), m.n_windows, m.dim),
+                **kw,
+            )
         f.create_dataset(_PLANNED, data=self.coords)
         for key, value in self.meta.to_attrs().items():
             f.attrs[key] = value
@@ -492,6 +548,11 @@ class BagWriter:
         f.flush()
         self._file = f
         self.n_done = 0
+
+    def _datasets(self) -> tuple[str, ...]:
+        if self.meta.has_windows:
+            return ("features", "coords", "window_features")
+        return ("features", "coords")
 
     def _coords_attrs(self) -> dict[str, Any]:
         # CLAM/TRIDENT loaders read these from the coords dataset.
@@ -507,10 +568,23 @@ class BagWriter:
         }
 
     def append(
-        self, *, start: int, coords: np.ndarray, window_features: np.ndarray, features: np.ndarray
+        self,
+        *,
+        start: int,
+        coords: np.ndarray,
+        window_features: np.ndarray | None,
+        features: np.ndarray,
     ) -> None:
-        """Append one batch and flush it (with the progress counter) to disk."""
+        """Append one batch and flush it (with the progress counter) to disk.
+
+        ``window_features`` is None for a bag of ``views="patch"`` (and required otherwise).
+        """
         f = self._require_open()
+        if (window_features is None) == self.meta.has_windows:
+            raise BagError(
+                f"window_features {'missing' if window_features is None else 'given'} for a bag "
+                f"of views={self.meta.views!r}"
+            )
         if start != self.n_done:
             raise BagError(f"batch starts at {start} but {self.n_done} patches are written")
         b = len(coords)
@@ -518,20 +592,18 @@ class BagWriter:
             raise BagError(f"batch coordinates at {start} differ from the planned ones")
         end = start + b
         self._require_space(b, f"patches {start}..{end - 1}")
-        for name, data in (("features", features), ("window_features", window_features)):
-            if not np.isfinite(np.asarray(data, dtype=np.float32)).all():
+        arrays = {"features": features, "coords": coords, "window_features": window_features}
+        for name in ("features", "window_features"):
+            data = arrays[name]
+            if data is not None and not np.isfinite(np.asarray(data, dtype=np.float32)).all():
                 raise BagError(
                     f"non-finite (NaN or inf) {name} in patches {start}..{end - 1}: the encoder "
                     "produced unusable features"
                 )
-        for name, data in (
-            ("features", features),
-            ("coords", coords),
-            ("window_features", window_features),
-        ):
+        for name in self._datasets():
             ds = f[name]
             ds.resize(end, axis=0)
-            ds[start:end] = data
+            ds[start:end] = arrays[name]
         f.flush()
         f.attrs[_DONE] = end
         f.flush()

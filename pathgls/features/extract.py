@@ -16,7 +16,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +58,7 @@ class ExtractResult:
     # slide.open, slide.encoding (reading, encoding and writing the patches)
     timings: dict[str, float] = field(default_factory=dict)
     tiling_reused: bool = False  # the plan and grid came from the patches file
+    views_per_patch: int = 0  # encoder views per patch: 1 (one view) or the HighRes windows
 
     @property
     def patches_per_second(self) -> float:
@@ -91,6 +92,7 @@ def extract_slide(
     bag_name: str | None = None,
     session: SlideSession | None = None,
     verify: bool = False,
+    windows: bool | None = None,
 ) -> ExtractResult:
     """Extract the feature bag of one slide (resuming a partial bag, skipping a complete one).
 
@@ -115,6 +117,9 @@ def extract_slide(
         session: the item's open slide session (the runner's); None opens one for this call.
         verify: hash the whole slide to check its stored patches file, even when its size,
             mtime and header are unchanged.
+        windows: encode HighRes windows (``window_features``, which Grounding needs) instead
+            of one view per patch; None takes ``config.encoder.windows``. The runner passes
+            True.
 
     Returns:
         The result; ``status="failed"`` with ``error`` set when the slide could not be done.
@@ -135,7 +140,8 @@ def extract_slide(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _extract(sess, Path(out_dir), encoder, config, progress, result, bag_name)
+            cfg = _with_windows(config, windows)
+            _extract(sess, Path(out_dir), encoder, cfg, progress, result, bag_name)
         result.warnings.extend(str(w.message) for w in caught)
     except PathGLSError as e:
         result.status, result.error = "failed", str(e)
@@ -157,6 +163,21 @@ def extract_slide(
     return result
 
 
+def _with_windows(config: PathGLSConfig, windows: bool | None) -> PathGLSConfig:
+    """``config`` with ``encoder.windows`` set to ``windows`` (None: unchanged)."""
+    if windows is None or windows == config.encoder.windows:
+        return config
+    return replace(config, encoder=replace(config.encoder, windows=windows))
+
+
+def views_per_patch(patch_size: int, config: PathGLSConfig) -> int:
+    """Encoder views per patch: 1 for one view, the HighRes window count with windows."""
+    ec = config.encoder
+    if not ec.windows:
+        return 1
+    return len(window_offsets(patch_size, ec.window_size, ec.window_stride)) ** 2
+
+
 def _extract(
     session: SlideSession,
     out_dir: Path,
@@ -169,7 +190,10 @@ def _extract(
     ec = config.encoder
     tiling = session.tiling()
     grid, plan, ident = tiling.grid, tiling.plan, tiling.identity
-    offsets = window_offsets(plan.patch_size, ec.window_size, ec.window_stride)
+    per_patch = views_per_patch(plan.patch_size, config)
+    # one view per patch: the window is the whole patch (the encoder resizes it)
+    win_size = ec.window_size if ec.windows else plan.patch_size
+    win_stride = ec.window_stride if ec.windows else plan.patch_size
     meta = BagMeta(
         encoder=ec.name,
         patch_size=plan.patch_size,
@@ -178,8 +202,8 @@ def _extract(
         target_mpp=plan.target_mpp,
         level0_magnification=plan.level0_magnification,
         level0_mpp=plan.level0_mpp,
-        window_size=ec.window_size,
-        window_stride=ec.window_stride,
+        window_size=win_size,
+        window_stride=win_stride,
         slide_name=tiling.slide_name,
         slide_sha256=ident.sha256,
         pathgls_version=__version__,
@@ -190,7 +214,9 @@ def _extract(
         encoder_model_id=encoder.model_id,
         encoder_revision=encoder.revision or "",
         random_weights=encoder.random_weights,
-        n_windows=len(offsets) ** 2,
+        n_windows=per_patch if ec.windows else 0,
+        views="windows" if ec.windows else "patch",
+        views_per_patch=per_patch,
         resample=plan.resampling,
         scaled_decode=plan.scaled_decode and plan.resampling in ("area", "none"),
         dim=encoder.dim,
@@ -210,6 +236,7 @@ def _extract(
         )
     path = bag_path_for(out_dir, bag_name or session.name, ec.name)
     result.bag_path, result.n_patches = str(path), len(grid)
+    result.views_per_patch = per_patch
     if len(grid) == 0:
         result.warnings.append("no tissue patches found; the bag is empty")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -267,6 +294,12 @@ def _write_bag(
         if progress:
             progress(done0, writer.n_total)
         if done0 < writer.n_total:
+            log.info(
+                "%s: encoding %d patches, %s",
+                session.name,
+                writer.n_total - done0,
+                describe_views(meta.views_per_patch, windows=meta.has_windows),
+            )
             reader = session.reader  # opened only when there are patches to read
             for batch, win, feats in encode_patches(
                 reader=reader,
@@ -277,7 +310,10 @@ def _write_bag(
                 start=done0,
             ):
                 writer.append(
-                    start=batch.start, coords=batch.coords, window_features=win, features=feats
+                    start=batch.start,
+                    coords=batch.coords,
+                    window_features=win if meta.has_windows else None,
+                    features=feats,
                 )
                 if progress:
                     progress(writer.n_done, writer.n_total)
@@ -298,6 +334,9 @@ def encode_patches(
 ) -> Iterator[tuple[PatchBatch, np.ndarray, np.ndarray]]:
     """Read and encode patches in order: yields ``(batch, window_features, features)``.
 
+    With ``config.encoder.windows`` False each patch is one view (``window_features`` is then
+    ``(B, 1, D)``, the features themselves); else its HighRes windows.
+
     The extraction hot path (``pathgls extract`` and ``benchmarks/bench_extract_io.py``):
     reader threads fill a ring of batch arrays (page-locked for a CUDA encoder, so the copy to
     the device overlaps with reading), and HighRes windows are cut and normalised into one
@@ -317,14 +356,25 @@ def encode_patches(
         reuse_buffers=True,
         pin_memory=str(encoder.device).startswith("cuda"),
     ):
+        side = int(batch.images.shape[1])
         win, feats = encode_highres(
             encoder,
             batch.images,
-            window_size=ec.window_size,
-            window_stride=ec.window_stride,
+            window_size=ec.window_size if ec.windows else side,
+            window_stride=ec.window_stride if ec.windows else side,
             buffers=buffers,
         )
         yield batch, win, feats
+
+
+def describe_views(per_patch: int, *, windows: bool) -> str:
+    """What an extraction encodes, for its log: the views per patch and who needs them."""
+    if not windows:
+        return "one view per patch (as CLAM/TRIDENT; --windows adds Grounding's HighRes windows)"
+    return (
+        f"{per_patch} HighRes windows per patch (--windows: Grounding needs them; ~{per_patch}x "
+        "the encoder work of one view)"
+    )
 
 
 def _check_existing(path: Path, meta: BagMeta, *, session: SlideSession) -> str | None:
@@ -386,8 +436,11 @@ def extract_slides(
     progress: ProgressFn | None = None,
     on_done: Callable[[ExtractResult], None] | None = None,
     verify: bool = False,
+    windows: bool | None = None,
 ) -> list[ExtractResult]:
-    """Extract several slides in order; a failed slide is recorded and the run goes on."""
+    """Extract several slides in order; a failed slide is recorded and the run goes on.
+
+    ``windows``: as :func:`extract_slide`."""
     log.info(
         "extract: %d slide(s) → %s; encoder %s; mpp %s; pathgls %s",
         len(slides),
@@ -412,6 +465,7 @@ def extract_slides(
             progress=progress,
             bag_name=safe_stem(names[i]),
             verify=verify,
+            windows=windows,
         )
         log.info(
             "%s: %s (%d patches, %.1f s)%s",

@@ -21,7 +21,7 @@ from pathgls.config import TilingConfig
 from pathgls.encoders.base import Encoder
 from pathgls.encoders.highres import encode_highres, window_coords
 from pathgls.errors import EncoderMismatchError, GroundingError
-from pathgls.features.bags import BagMeta, open_bag
+from pathgls.features.bags import BagMeta, open_bag, require_windows
 
 
 @dataclass
@@ -101,10 +101,12 @@ def open_bag_source(
             it are refused.
 
     Raises:
-        BagError: the bag is invalid or incomplete (:func:`~pathgls.features.bags.validate_bag`).
+        BagError: the bag is invalid or incomplete (:func:`~pathgls.features.bags.validate_bag`),
+            or has no HighRes windows (extracted without `--windows`).
     """
     with open_bag(path, slide_size=slide_size) as f:
         meta = BagMeta.from_attrs(f.attrs)
+        require_windows(meta, path)  # a one-view bag: name the flag that makes windows
         windows = f["window_features"]
         yield WindowSource(
             windows=windows,

@@ -237,6 +237,7 @@ def _prepare_slide(
                 mpp=config.run.mpp,
                 bag_name=safe_stem(item.item_id),
                 session=session,
+                windows=True,  # Grounding reads HighRes windows, whatever encoder.windows says
             )
             if res.status == "failed":
                 raise PathGLSError(f"feature bag: {res.error}")
