@@ -22,7 +22,13 @@ G_EV = {
 }
 L_EV = {
     "top_pairs": [
-        {"premise": "tumour is benign", "hypothesis": "invasive carcinoma", "probability": 0.93}
+        # a check fired on it: a contradiction (a probability alone is not one: test_reasons)
+        {
+            "premise": "tumour is benign",
+            "hypothesis": "invasive carcinoma",
+            "probability": 0.93,
+            "rule": "benign_vs_malignant",
+        }
     ]
 }
 S_EV = {"delta_aug": 0.1, "delta_attack": 0.6, "changes_attack": {"diagnosis_changed": True}}

@@ -140,9 +140,9 @@ def test_metric_registry_and_meta_cli(shared_data, tmp_path) -> None:
     rows = [r for r in rows if r.expert > 0][:12]
     table = tmp_path / "t.tsv"
     lines = ["case_id\treference\tcandidate\texpert_score"]
-    for r in rows:
+    for i, r in enumerate(rows):  # one row per (case, candidate): ids made unique
         ref, cand = (" ".join(x.split()) for x in (r.reference, r.candidate))
-        lines.append(f"{r.case_id}\t{ref}\t{cand}\t{r.expert}")
+        lines.append(f"{r.case_id}-{i}\t{ref}\t{cand}\t{r.expert}")
     table.write_text("\n".join(lines) + "\n")
     with pytest.raises(UnknownNameError, match="known: bertscore, bleu"):
         compute_metrics(["bleu", "meteor"], references=["a"], candidates=["a"])

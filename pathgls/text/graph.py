@@ -204,6 +204,7 @@ def draw_graph(
         x, y = pos[i]
         ax.text(x, y - 0.14, text, ha="center", va="top", fontsize=7, linespacing=1.1)
     drawn = []
+    top = 0.45  # the highest point drawn: an arc's peak may rise above the top row
     seen: dict[frozenset[int], int] = {}  # relations already drawn between two entities
     for rel in edge_types:
         edges = [(u, v) for u, v, k in keep if k == rel]
@@ -215,6 +216,10 @@ def draw_graph(
             seen[frozenset((u, v))] = nth + 1
             bow = 0.25 + 0.2 * nth
             by_bow.setdefault(-bow if pos[v][0] >= pos[u][0] else bow, []).append((u, v))
+            # a quadratic arc3 curve peaks half its control point's offset (bow × length) away
+            (xu, yu), (xv, yv) = pos[u], pos[v]
+            length = ((xv - xu) ** 2 + (yv - yu) ** 2) ** 0.5
+            top = max(top, (yu + yv) / 2 + bow * length / 2 + 0.1)
         for rad, group in by_bow.items():  # one call per arc shape: fast on big graphs
             nx.draw_networkx_edges(
                 h,
@@ -243,6 +248,6 @@ def draw_graph(
             frameon=False,
         )
     ax.set_xlim(-0.6, _COLUMNS - 0.4)
-    ax.set_ylim(-rows + 0.25, 0.45)
+    ax.set_ylim(-rows + 0.25, top)  # every arc inside the axes, clear of the title above
     ax.set_axis_off()
     return ax
