@@ -75,7 +75,8 @@ def test_the_report_is_valid_html_with_only_inline_images(run_dir: Path, tmp_pat
 
 
 def test_the_report_shows_the_run(run_dir: Path) -> None:
-    ctx = report_context(run_dir=run_dir, config=RunReportConfig(failures=2))
+    sources = (run_dir.parent / "slides",)  # the slides lie outside the run: named here
+    ctx = report_context(run_dir=run_dir, config=RunReportConfig(failures=2, sources=sources))
     # rank order: the recorded report was scored on more of the trust's weight than the
     # captioner (nothing to ground, no diagnosis for Logic), so it ranks first
     ranks = [(s["subject"].split(":")[0], s["rank"]) for s in ctx["subjects"]]
