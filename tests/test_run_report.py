@@ -136,10 +136,14 @@ def test_report_errors(tmp_path: Path, run_dir: Path) -> None:
 
 def test_report_cli(run_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--failures", "1"])
+    args = ["report", str(run_dir), "--out", str(out), "--failures", "1"]
+    res = CliRunner().invoke(app, [*args, "--source", str(run_dir.parent / "slides")])
     assert res.exit_code == 0, res.output
     assert f"run report: {out.resolve()}" in res.stdout.replace("\n", "")
     assert len(_images(out.read_text(encoding="utf-8"))) == 2
+    # without --source, the slides outside the run are not opened: the distributions only
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert len(_images(out.read_text(encoding="utf-8"))) == 1
     bad = CliRunner().invoke(app, ["report", str(tmp_path / "none"), "--out", str(out)])
     assert bad.exit_code == 2 and "no ScoreCard" in bad.output
 
