@@ -168,14 +168,18 @@ def test_load_run_on_an_empty_folder_raises(tmp_path: Path) -> None:
 def test_grounding_figure_paints_the_heat_map(replay_run: Path, replay_card: ScoreCard) -> None:
     g = replay_card.modules["grounding"]
     assert g.value is not None and g.evidence["map"]
-    fig = grounding_figure(replay_card, run_dir=replay_run, max_side=512)
+    fig = grounding_figure(
+        replay_card, run_dir=replay_run, max_side=512, sources=[replay_run.parent]
+    )
     bare, painted = (np.asarray(ax.images[0].get_array()) for ax in fig.axes[:2])
     assert bare.shape == painted.shape and max(bare.shape[:2]) == 512
     assert np.abs(bare.astype(int) - painted.astype(int)).max() > 20
     least = min(g.evidence["entities"], key=lambda e: e["calibrated"])
     assert fig.axes[1].get_title().startswith(f"{least['phrase']}: similarity")
     assert len(fig.axes[0].patches) == 2  # best window and best patch
-    chosen = grounding_figure(replay_card, run_dir=replay_run, entity="Invasive Carcinoma")
+    chosen = grounding_figure(
+        replay_card, run_dir=replay_run, entity="Invasive Carcinoma", sources=[replay_run.parent]
+    )
     assert chosen.axes[1].get_title().startswith("invasive carcinoma: similarity")
     with pytest.raises(UnknownNameError, match="grounded: "):
         grounding_figure(replay_card, run_dir=replay_run, entity="mitoses")
@@ -191,7 +195,7 @@ def test_grounding_figure_shows_why_when_there_is_no_map(
     assert fig.axes[0].images  # over the thumbnail
     moved = ScoreCard.from_dict(replay_card.to_dict())
     moved.inputs["item"] = str(tmp_path / "gone.svs")
-    fig = grounding_figure(moved, run_dir=replay_run)
+    fig = grounding_figure(moved, run_dir=replay_run, sources=[replay_run.parent])
     assert "cannot be read" in fig.axes[0].get_title()
     del moved.modules["grounding"].evidence["map"]
     moved.inputs["item"] = replay_card.inputs["item"]

@@ -75,7 +75,8 @@ def test_the_report_is_valid_html_with_only_inline_images(run_dir: Path, tmp_pat
 
 
 def test_the_report_shows_the_run(run_dir: Path) -> None:
-    ctx = report_context(run_dir=run_dir, config=RunReportConfig(failures=2))
+    sources = (run_dir.parent / "slides",)  # the slides lie outside the run: named here
+    ctx = report_context(run_dir=run_dir, config=RunReportConfig(failures=2, sources=sources))
     # rank order: the recorded report was scored on more of the trust's weight than the
     # captioner (nothing to ground, no diagnosis for Logic), so it ranks first
     ranks = [(s["subject"].split(":")[0], s["rank"]) for s in ctx["subjects"]]
@@ -135,10 +136,14 @@ def test_report_errors(tmp_path: Path, run_dir: Path) -> None:
 
 def test_report_cli(run_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--failures", "1"])
+    args = ["report", str(run_dir), "--out", str(out), "--failures", "1"]
+    res = CliRunner().invoke(app, [*args, "--source", str(run_dir.parent / "slides")])
     assert res.exit_code == 0, res.output
     assert f"run report: {out.resolve()}" in res.stdout.replace("\n", "")
     assert len(_images(out.read_text(encoding="utf-8"))) == 2
+    # without --source, the slides outside the run are not opened: the distributions only
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert len(_images(out.read_text(encoding="utf-8"))) == 1
     bad = CliRunner().invoke(app, ["report", str(tmp_path / "none"), "--out", str(out)])
     assert bad.exit_code == 2 and "no ScoreCard" in bad.output
 

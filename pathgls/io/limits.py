@@ -100,23 +100,29 @@ def check_size(path: str | os.PathLike[str], *, what: str, table: bool = False) 
     return info.st_size
 
 
-def read_capped(fh: BinaryIO, *, what: str, where: object, cap: int | None = None) -> bytes:
-    """Everything ``fh`` holds, refused as soon as it passes the text cap (an endless stream
-    such as ``/dev/zero`` is stopped after the cap, never read to its end).
+def read_capped(
+    fh: BinaryIO, *, what: str, where: object, cap: int | None = None, already: int = 0
+) -> bytes:
+    """Everything ``fh`` still holds, refused as soon as the whole (``already`` bytes read
+    before, plus these) passes the text cap: an endless stream such as ``/dev/zero`` is stopped
+    at the cap, never read to its end.
 
     Raises:
         InputTooLargeError: more than the cap.
     """
     limit = limits().text_bytes if cap is None else cap
-    parts, total = [], 0
+    parts, total = [], already
     while True:
-        chunk = fh.read(min(CHUNK, limit + 1 - total))
+        chunk = fh.read(max(min(CHUNK, limit + 1 - total), 1))
         if not chunk:
             return b"".join(parts)
         parts.append(chunk)
         total += len(chunk)
         if total > limit:
-            raise _too_large(what, where, "holds more", "text_bytes", limit)
+            raise InputTooLargeError(
+                f"{what} {where} goes on past the cap of {limit:,} bytes; not read (raise it "
+                f"with {ENV['text_bytes']}=N if this input is meant to be that large)"
+            )
 
 
 def read_bounded(path: str | os.PathLike[str], *, what: str) -> bytes:

@@ -140,14 +140,8 @@ def read_text_bytes(path: str | os.PathLike[str], *, what: str = "report") -> by
             found = binary_format(head)
             if found is not None:
                 raise NotTextError(f"{what} {p} is {found}, not a text {what}")
-            data = head + read_capped(fh, what=what, where=p, cap=_rest_cap(len(head)))
+            data = head + read_capped(fh, what=what, where=p, already=len(head))
     except OSError as e:
         raise NotTextError(f"cannot read {what} {p}: {e}") from e
     check_nesting(data, what=what, where=p)
     return data
-
-
-def _rest_cap(head: int) -> int:
-    from pathgls.io.limits import limits
-
-    return max(limits().text_bytes - head, 0)
