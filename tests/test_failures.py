@@ -199,7 +199,7 @@ def test_grounding_figure_shows_why_when_there_is_no_map(
     assert "cannot be read" in fig.axes[0].get_title()
     del moved.modules["grounding"].evidence["map"]
     moved.inputs["item"] = replay_card.inputs["item"]
-    fig = grounding_figure(moved, run_dir=replay_run, max_side=256)
+    fig = grounding_figure(moved, run_dir=replay_run, max_side=256, sources=[replay_run.parent])
     assert "no heat map was kept" in fig.axes[1].get_title()
 
 
@@ -217,10 +217,17 @@ def test_grounding_figure_finds_an_item_the_run_named_from_another_folder(
     (root / "runs" / "demo" / "inputs" / "ihc.png").symlink_to(sample_ihc)
     (root / "notebooks").mkdir()
     monkeypatch.chdir(root / "notebooks")
+    # the picture is a link out of the run: shown only from a source the user names
     fig = grounding_figure(card, run_dir=Path("..") / "runs" / "demo", max_side=128)
+    assert not fig.axes[0].images
+    fig = grounding_figure(
+        card, run_dir=Path("..") / "runs" / "demo", max_side=128, sources=[sample_ihc.parent]
+    )
     assert fig.axes[0].images, "the item's picture was not found: a blank figure"
     assert "grounding missing" in fig.axes[0].get_title()
-    item = item_path(card.inputs["item"], run_dir=Path("..") / "runs" / "demo")
+    item = item_path(
+        card.inputs["item"], run_dir=Path("..") / "runs" / "demo", sources=[sample_ihc.parent]
+    )
     assert item.resolve() == sample_ihc.resolve()
     # a picture found nowhere: the figure says so in its body, not only in a small title
     card.inputs["item"] = "runs/demo/inputs/gone.png"
