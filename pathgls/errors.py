@@ -73,6 +73,14 @@ class ModelNotFoundError(PathGLSError):
     """Model weights are not available locally (and pathgls never downloads implicitly)."""
 
 
+class JudgeModelError(ModelNotFoundError):
+    """The learned judge's weights are missing, incomplete or made for other base weights."""
+
+
+class ScorerBuildError(PathGLSError):
+    """A Logic scorer factory failed in a worker process (the message is the factory's)."""
+
+
 class NotTextError(PathGLSError, ValueError):
     """A file that must be text (a report, a table) is missing, or is binary (format named)."""
 

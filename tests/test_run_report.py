@@ -83,6 +83,8 @@ def test_the_report_shows_the_run(run_dir: Path) -> None:
     assert ranks == [("replay", "1"), ("captioner", "2")]
     first = ctx["subjects"][0]
     assert first["matched_on"].endswith("(1 item)") and first["coverage"]["mean"] != "missing"
+    # "ranked on" shows what the rank uses: the coverage tier first, then the matched trust
+    assert [s["tier"] for s in ctx["subjects"]] == ["tier 1", "tier 2"]
     assert "coverage first" in ctx["rank_rule"]
     assert {"trust", "grounding", "logic", "stability", "report"} <= set(ctx["metrics"])
     # two subjects on one item: the paired comparison refuses, and says why
@@ -120,6 +122,7 @@ def test_the_report_shows_the_run(run_dir: Path) -> None:
     assert "[run]" in ctx["info"]["config"] and ctx["info"]["packages"]
     html = render_run_report(run_dir=run_dir, config=RunReportConfig(failures=2))
     assert "random weights" in html and "Paired comparison" in html
+    assert "ranked on: tier, matched trust" in html and "tier 1 ·" in html
     assert "&lt;" not in ctx["title"] and "<script" not in html  # autoescaped, no script
 
 
@@ -191,7 +194,10 @@ def test_the_demo_writes_a_report_that_opens_in_chromium(tmp_path: Path) -> None
 
 @needs_chromium
 def test_the_grounded_run_report_opens_in_chromium(run_dir: Path, tmp_path: Path) -> None:
-    report = write_run_report(run_dir=run_dir, out=tmp_path / "report.html")
+    sources = (run_dir.parent / "slides",)  # the slides lie outside the run: named here
+    report = write_run_report(
+        run_dir=run_dir, out=tmp_path / "report.html", config=RunReportConfig(sources=sources)
+    )
     seen = check_page(
         report, screenshot=_shot(tmp_path, "grounded-report.png"), chromium=str(CHROMIUM)
     )

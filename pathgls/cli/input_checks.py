@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from pathgls.cli.preflight import SLIDE_SUFFIXES
-from pathgls.errors import ReplayFileError
+from pathgls.errors import ConfigError, ReplayFileError
 
 #: Ids named in a message before "and N more".
 SHOWN = 8
@@ -46,14 +46,18 @@ def check_replay_subjects(
             original report for any item of the run.
     """
     from pathgls.io.replay_file import read_replay_file
+    from pathgls.registry import parse_spec
 
     warnings: list[str] = []
     ids = source_item_ids(source)
-    for spec in subjects:
-        name, sep, arg = spec.partition(":")
-        if name.strip().lower() != "replay" or not sep or not arg.strip():
+    for text in subjects:
+        try:
+            spec = parse_spec(text, what="subject")
+        except ConfigError:
+            continue  # the subject registry says what is wrong with it
+        if spec.kind.lower() != "replay" or not spec.arg:
             continue
-        records = read_replay_file(path=arg.strip())
+        records = read_replay_file(path=spec.arg)
         recorded = {i for i, c in records.reports if c == "original"}
         empty = {
             i for (i, c), text in records.reports.items() if c == "original" and not text.strip()

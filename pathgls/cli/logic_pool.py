@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pathgls.errors import PathGLSError
+from pathgls.errors import PathGLSError, ScorerBuildError
 
 #: Builds the scorer a worker keeps (picklable: a module-level function or a partial of one).
 ScorerFactory = Callable[[], Any]
@@ -30,10 +30,6 @@ class Scored:
     score: Any = None  # ModuleScore
     error: str | None = None
     scorer_name: str = ""
-
-
-class ScorerBuildError(PathGLSError):
-    """The scorer factory failed in a worker (the message is the factory's error)."""
 
 
 def default_workers() -> int:

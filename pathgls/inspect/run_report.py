@@ -178,6 +178,7 @@ def _subject_rows(view: RunView, fusion: FusionConfig) -> list[dict[str, Any]]:
             ci = f"[{_fmt(lo, digits)}, {_fmt(hi, digits)}]" if math.isfinite(lo) else ""
             cells[m] = {"mean": _fmt(row[f"{m}_mean"]) if n else "missing", "ci": ci, "n": n}
         rank = row["rank"]
+        tier = row.get("tier", math.nan)
         rows.append(
             {
                 "subject": row["subject"],
@@ -189,6 +190,10 @@ def _subject_rows(view: RunView, fusion: FusionConfig) -> list[dict[str, Any]]:
                 "coverage": cells[COVERAGE],
                 "matched": cells[MATCHED],
                 "matched_on": row["matched_on"] or "",
+                # the rank's first key: the coverage tier (the matched trust orders within it)
+                "tier": f"tier {int(tier)}"
+                if isinstance(tier, float | int) and math.isfinite(tier)
+                else "–",
                 "random": row["subject"] in random_subjects,
             }
         )

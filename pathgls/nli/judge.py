@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pathgls.errors import ModelNotFoundError
+from pathgls.errors import JudgeModelError
 from pathgls.logic.judged import judge_calibrated
 from pathgls.nli.base import register_nli
 from pathgls.nli.judge_model import TRAINED_PREFIXES, JudgeNet, pad_batch, sha256_of
@@ -36,10 +36,6 @@ SHIPPED_DIR = Path(__file__).resolve().parents[1] / "resources" / "judge"
 WEIGHTS = "judge.safetensors"
 META = "judge.json"
 RETRAIN = "pathgls judge train"
-
-
-class JudgeModelError(ModelNotFoundError):
-    """The judge's trained weights are missing, incomplete or made for other base weights."""
 
 
 @dataclass(frozen=True)

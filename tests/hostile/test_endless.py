@@ -110,6 +110,27 @@ def test_a_table_cell_nested_too_deep_is_refused(tmp_path: Path) -> None:
         read_table(path)
 
 
+def _read_request(conn: socket.socket) -> None:
+    """Read one HTTP request, headers and its Content-Length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip() or 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
 @contextlib.contextmanager
 def _raw_server(mode: str) -> Iterator[str]:
     srv = socket.socket()
@@ -123,7 +144,7 @@ def _raw_server(mode: str) -> Iterator[str]:
                 conn, _ = srv.accept()
             except OSError:
                 return
-            conn.recv(65536)
+            _read_request(conn)  # all of it: unread bytes at close would reset the connection
             try:
                 if mode == "chunked":
                     conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -133,6 +154,7 @@ def _raw_server(mode: str) -> Iterator[str]:
                 else:
                     head = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n"
                     conn.sendall(head + b"x" * 100)
+                    conn.shutdown(socket.SHUT_WR)  # a clean end of the stream, 4,900 bytes short
             except OSError:
                 pass
             finally:
