@@ -26,7 +26,7 @@ from pathgls.config import LogicConfig
 from pathgls.evidence import CheckedStatement, CheckEvidence, ContradictionPair, LogicEvidence
 from pathgls.logic.base import NLIScorer
 from pathgls.logic.checks import Comparison, run_checks
-from pathgls.logic.judged import EmbeddingJudge, JudgedReport, judge_report
+from pathgls.logic.judged import EmbeddingJudge, JudgedPair, JudgedReport, judge_report
 from pathgls.logic.pairs import LogicPair, case_pairs
 from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.case import Case, Fact, build_case
@@ -315,7 +315,7 @@ def analyze_checks_only(
     return float(1.0 - np.sort(probs)[::-1][:k].mean())
 
 
-def _judged_evidence(case: Case, jr: JudgedReport, p) -> ContradictionPair:
+def _judged_evidence(case: Case, jr: JudgedReport, p: JudgedPair) -> ContradictionPair:
     a, b = jr.units[p.a], jr.units[p.b]
     first = p.checks[0] if p.checks else None
     return ContradictionPair(
