@@ -44,6 +44,33 @@ def test_a_bag_with_nan_or_inf_features_never_becomes_a_score(tmp_path: Path, wh
         max_similarity(queries=query, windows=source.windows)  # before: grounding 0.5
 
 
+@pytest.mark.parametrize("zero", ["all", "one patch"])
+def test_all_zero_window_features_are_refused_not_scored_half_grounded(
+    tmp_path: Path, zero: str
+) -> None:
+    path = write_bag(tmp_path / "b.h5")
+    with h5py.File(path, "r+") as f:
+        data = f["window_features"][:]
+        if zero == "all":
+            data[...] = 0
+        else:
+            data[2] = 0
+        f["window_features"][...] = data
+    query = np.ones((1, D), np.float32) / np.sqrt(D)
+    want = rf"{N if zero == 'all' else 1} of {N} patches have all-zero window features"
+    with open_bag_source(path) as source, pytest.raises(BagError, match=want):
+        max_similarity(queries=query, windows=source.windows)  # before: S_g 0.5, no word
+    # one zero window beside real ones is no empty patch
+    with h5py.File(path, "r+") as f:
+        data = f["window_features"][:]
+        data[...] = 1.0 / np.sqrt(D)
+        data[2, 0] = 0
+        f["window_features"][...] = data
+    with open_bag_source(path) as source:
+        r = max_similarity(queries=query, windows=source.windows)
+    assert r.max_similarity[0] == pytest.approx(1.0, abs=1e-3)
+
+
 @pytest.mark.parametrize(
     ("attr", "value", "message"),
     [

@@ -115,6 +115,11 @@ def test_absurd_resolution_is_refused(slides_dir: Path) -> None:
     r = open_slide(slides_dir / "openslide-boxes.tiff")  # 72-dpi TIFF default → 352 µm/px
     with pytest.raises(ResolutionError, match="coarser"):
         plan_read(r, CFG)
+    # metadata (or --mpp) far too fine: zero patches, or an overflow, without this check
+    for mpp, shown in ((1e-5, "1e-05"), (1e-30, "1e-30"), (float("nan"), "nan")):
+        r = open_slide(slides_dir / "cmu-1-small-region.svs", mpp=mpp)
+        with pytest.raises(ResolutionError, match=rf"level 0 is {shown} µm/px .*pass --mpp"):
+            plan_read(r, CFG)
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,8 @@ def max_similarity(
 
     Raises:
         ValueError: misshaped inputs, a dimension mismatch or a bad chunk size.
-        BagError: a window feature is NaN or infinite.
+        BagError: a window feature is NaN or infinite, or a patch's window features are all
+            zero (degenerate features).
     """
     dev = torch.device(device)
     n, w, d = _window_shape(windows)
@@ -142,6 +143,7 @@ def max_similarity(
     )
     sims_buf = torch.empty((step * w, m), dtype=torch.float32, device=dev)
     arange_m = torch.arange(m, device=dev)
+    empty = 0  # patches whose window features are all zero
     for start in range(0, n, step):
         stop = min(start + step, n)
         rows = (stop - start) * w
@@ -159,7 +161,11 @@ def max_similarity(
         sims = torch.matmul(chunk, q_t, out=sims_buf[:rows])
         # Cosine = dot / |v|: dividing the (rows, M) products is cheaper than normalising the
         # (rows, D) chunk, and windows stored in fp16 are not exactly unit length.
-        sims.div_(torch.linalg.vector_norm(chunk, dim=1).clamp_min_(1e-12)[:, None])
+        norms = torch.linalg.vector_norm(chunk, dim=1)
+        # a patch whose every window has no direction: no encoder makes that (its embeddings
+        # are unit vectors), and cosine 0 everywhere would read as "half grounded"
+        empty += int((norms < 1e-6).view(stop - start, w).all(dim=1).sum())
+        sims.div_(norms.clamp_min_(1e-12)[:, None])
         pmax, parg = sims.view(stop - start, w, m).max(dim=1)  # per-patch max and its window
         cmax, cpatch = pmax.max(dim=0)  # (M,)
         better = cmax > best  # strict: on ties the earlier patch stays
@@ -174,6 +180,11 @@ def max_similarity(
             cand = torch.cat([top_idx, idx], dim=1)
             top_vals, order = _stable_topk(vals, min(k, vals.shape[1]))
             top_idx = torch.gather(cand, 1, order)
+    if empty:
+        raise BagError(
+            f"{empty} of {n} patches have all-zero window features: the features are "
+            "degenerate, not embeddings (re-extract the bag)"
+        )
     return SimilarityResult(
         max_similarity=best.cpu().numpy().astype(np.float32),
         best_patch=best_patch.cpu().numpy(),

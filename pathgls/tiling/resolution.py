@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 from pathgls.config import MPP_AT_1X, TilingConfig
 from pathgls.errors import MissingResolutionError, ResolutionError
 from pathgls.tiling.readers import SlideReader
+
+#: The finest level-0 µm/px a slide can plausibly have (a 100× oil objective is about 0.1 µm/px):
+#: a finer value is broken metadata (or a typo of --mpp) and would tile the slide into zero
+#: patches or overflow. Too coarse a value is refused by the upsampling limit instead.
+FINEST_MPP = 0.01
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,8 @@ def plan_read(
 
     Raises:
         MissingResolutionError: the reader knows no mpp (pass ``--mpp``; pathgls never guesses).
-        ResolutionError: the slide is far coarser than the target.
+        ResolutionError: the slide is far coarser than the target, or its µm/px is implausible
+            (finer than :data:`FINEST_MPP`, or not finite; the value is named).
     """
     size = patch_size or config.patch_size
     if reader.mpp is None:
@@ -76,6 +83,13 @@ def plan_read(
             path=reader.path,
         )
     mpp0 = float(reader.mpp)
+    if not (mpp0 >= FINEST_MPP and math.isfinite(mpp0)):  # NaN fails too
+        raise ResolutionError(
+            f"{reader.path}: level 0 is {mpp0:.4g} µm/px (from {reader.mpp_source}), finer than "
+            f"the {FINEST_MPP:g} µm/px any slide has: the resolution metadata is broken; "
+            "pass --mpp with level 0's µm/px",
+            path=reader.path,
+        )
     target = config.target_mpp
     tol = config.mpp_tolerance
     level = 0
