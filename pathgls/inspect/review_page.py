@@ -112,18 +112,13 @@ def render_review_page(
     """
     import jinja2
 
-    from pathgls.inspect.run_report import TEMPLATE_DIR
+    from pathgls.inspect.run_report import template_env
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
     try:
-        return env.get_template(TEMPLATE).render(
-            cards=cards, labels=labels, title=title, nonce=nonce, reviewer=reviewer
+        return (
+            template_env()
+            .get_template(TEMPLATE)
+            .render(cards=cards, labels=labels, title=title, nonce=nonce, reviewer=reviewer)
         )
     except jinja2.TemplateError as e:
         raise RunReportError(f"cannot render the review template {TEMPLATE}: {e}") from e

@@ -520,6 +520,19 @@ def report_context(
     }
 
 
+def template_env() -> Any:
+    """The Jinja2 environment of pathgls's HTML pages: autoescaped, strict about undefined names."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
 def render_run_report(
     *, run_dir: str | os.PathLike[str], config: RunReportConfig | None = None
 ) -> str:
@@ -532,15 +545,8 @@ def render_run_report(
     import jinja2
 
     context = report_context(run_dir=run_dir, config=config)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
     try:
-        return env.get_template(TEMPLATE).render(**context)
+        return template_env().get_template(TEMPLATE).render(**context)
     except jinja2.TemplateError as e:
         raise RunReportError(f"cannot render the run report template {TEMPLATE}: {e}") from e
 
