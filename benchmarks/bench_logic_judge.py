@@ -13,8 +13,9 @@ S_l(edited) < 0.8 and below S_l(base); a control is **flagged** on the same rule
 flagged when S_l(base) < 0.8; a missing S_l counts as not detected / not flagged (and is
 counted). Real reports: the share flagged (S_l < 0.8) and unscored, per organ.
 
-``--tune`` prints a grid of judge thresholds τ on the chosen data (dev halves only!) with
-detection, controls and bases flagged, for choosing τ; the shipped τ is in
+``--tune`` prints a grid of judge thresholds τ on the chosen data (dev halves only, or
+``--real judge-validation``: 150 TCGA rows the judge never trains on) with detection, controls
+and bases flagged, for choosing τ; the shipped τ is in
 ``pathgls/resources/judge/judge.json``.
 
 Usage:
@@ -42,6 +43,8 @@ sys.path.insert(0, str(HERE))
 import blind_items  # noqa: E402
 
 THRESHOLD = 0.8
+#: Judge thresholds ``--tune`` prints (dev data only).
+TUNE_GRID = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995]
 _JUDGE = None
 
 
@@ -128,7 +131,7 @@ def blind(args: argparse.Namespace) -> None:
     print(f"{len(items)} items on {len(tasks)} bases, {n_texts} texts in {dt:.0f} s")
     if args.save:
         Path(args.save).write_text(json.dumps({"items": items, "recs": recs}))
-    taus = [args.tau] if not args.tune else [0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995]
+    taus = [args.tau] if not args.tune else TUNE_GRID
     for tau in taus:
         print(f"\n== τ = {tau}")
         for mode in ("rules", "judge", "fused"):
@@ -202,11 +205,14 @@ def real(args: argparse.Namespace) -> None:
     print(
         f"{len(rows)} texts in {dt:.0f} s ({len(rows) / dt:.2f} reports/s, workers {args.workers})"
     )
-    for mode in ("rules", "judge", "fused"):
+    taus = [args.tau] if not args.tune else TUNE_GRID
+    for mode, tau in [("rules", args.tau)] + [(m, t) for t in taus for m in ("judge", "fused")]:
+        if args.tune and mode != "rules":
+            print(f"== τ = {tau}")
         per = defaultdict(lambda: [0, 0, 0])
         for key, (rec,) in recs.items():
             grp = key.split("|", 1)[1]
-            v = s_l(rec, mode, args.tau)
+            v = s_l(rec, mode, tau)
             per[grp][0] += v is not None and v < THRESHOLD
             per[grp][1] += 1
             per[grp][2] += v is None

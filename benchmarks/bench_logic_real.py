@@ -28,7 +28,8 @@ vocabulary load included) and in-call; median [min–max] with the load average,
 ratio within each round, and whether the CLI's S_l equal this script's on every row.
 
 Usage: python benchmarks/bench_logic_real.py [--workers 2] [--limit N] [--show RULE]
-       [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread] [--cli-rounds N]
+       [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread|judge-validation]
+       [--cli-rounds N]
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def load(half: str = "all") -> list[tuple[str, str, str]]:
     csv.field_size_limit(sys.maxsize)
     items: list[tuple[str, str, str]] = []
     read = _read_in_round_three() if half == "quarter3-unread" else set()
+    chosen = _judge_validation() if half == "judge-validation" else None
     with open(REPORTS, newline="", encoding="utf-8") as fh:
         for i, row in enumerate(csv.DictReader(fh, delimiter="\t")):
-            if not _in_half(i, half) or row["id"] in read:
+            if chosen is not None:
+                if row["id"] not in chosen:
+                    continue
+            elif not _in_half(i, half) or row["id"] in read:
                 continue
             items.append((row["id"], row["organ"], row["report"]))
     seen: set[str] = set()
@@ -79,6 +84,16 @@ def _in_half(row: int, half: str) -> bool:
         "quarter3": row % 4 == 3,
         "quarter3-unread": row % 4 == 3,
     }[half]
+
+
+def _judge_validation() -> set[str]:
+    """150 TCGA ids for tuning a judge retrained without them (``--heldout`` + this list).
+
+    Drawn once (2026-12-02) by a salted hash among the rows no blind set uses and no round
+    evaluates (not ``i % 4 == 3``); the shipped judge *was* trained on them.
+    """
+    path = ROOT / "benchmarks" / "data" / "judge_validation_ids.txt"
+    return set(path.read_text(encoding="utf-8").split())
 
 
 def _read_in_round_three() -> set[str]:
@@ -118,7 +133,15 @@ def main() -> None:
     ap.add_argument(
         "--half",
         default="all",
-        choices=("all", "tuned", "held-out", "quarter1", "quarter3", "quarter3-unread"),
+        choices=(
+            "all",
+            "tuned",
+            "held-out",
+            "quarter1",
+            "quarter3",
+            "quarter3-unread",
+            "judge-validation",
+        ),
     )
     args = ap.parse_args()
     items = load(args.half)[: args.limit]

@@ -11,12 +11,13 @@ import random
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from pathgls.logic.units import judge_units
 from pathgls.nli.judge import META, WEIGHTS, JudgeModelError, base_model_dir, load_judge
-from pathgls.nli.judge_data import Pair, build_pairs, read_report
+from pathgls.nli.judge_data import Pair, build_pairs, neighbour_pairs, read_pairs, read_report
 from pathgls.nli.judge_perturb import FAMILIES, perturb
 from pathgls.nli.judge_train import TrainConfig, save_judge, train_judge
 from pathgls.text.case import build_case
@@ -201,3 +202,58 @@ def test_the_loader_names_the_fix_for_missing_broken_or_mismatched_weights(
     (good / META).write_text("{not json")
     with pytest.raises(JudgeModelError, match="not a judge description"):
         load_judge(good, base_dir=tiny_base)
+
+
+SIBLINGS = """DIAGNOSIS: Left breast, lumpectomy: invasive ductal carcinoma, grade 2.
+Distal margin: negative for carcinoma.
+Proximal margin: negative for carcinoma.
+Estrogen receptor: positive.
+Progesterone receptor: positive.
+Right axillary lymph nodes: 0/3 positive.
+Left axillary lymph nodes: 2/5 positive."""
+
+
+def test_siblings_teach_that_another_targets_value_is_no_contradiction() -> None:
+    reports = [read_report("s", "BREAST", SIBLINGS)]
+    assert not [p for p in build_pairs(reports, seed=0) if p.source.startswith("sibling")]
+    pairs = build_pairs(reports, seed=0, siblings=True)
+    sib = [p for p in pairs if p.source == "sibling"]
+    edits = [p for p in pairs if p.source == "sibling-edit"]
+    assert sib and edits and all(p.label == 0 for p in sib + edits)
+    shown = {(p.premise, p.hypothesis) for p in sib} | {(p.hypothesis, p.premise) for p in sib}
+    assert (
+        "Distal margin: negative for carcinoma.",
+        "Proximal margin: negative for carcinoma.",
+    ) in (shown)
+    units = set(read_report("s", "BREAST", SIBLINGS).units)
+    for p in edits:  # one side is an edited unit, the other a unit of the report as written
+        assert (p.premise in units) != (p.hypothesis in units)
+    # a unit and itself, or two units about the same target, are never siblings
+    for p in sib:
+        assert not ("Distal" in p.premise and "Distal" in p.hypothesis)
+
+
+def test_neighbour_pairs_are_each_units_nearest_by_the_given_embedding() -> None:
+    rep = read_report("n", "BREAST", SIBLINGS)
+    n = len(rep.units)
+    emb = np.eye(n, dtype=np.float32)
+    emb[1, 2] = emb[2, 1] = 0.9  # the two margin lines are each other's nearest
+    pairs = neighbour_pairs([rep], lambda texts: emb[: len(texts)], k=1, most=50)
+    assert all(p.label == 0 and p.source == "neighbour" for p in pairs)
+    assert {frozenset((p.premise, p.hypothesis)) for p in pairs} >= {
+        frozenset((rep.units[1], rep.units[2]))
+    }
+    assert len(neighbour_pairs([rep], lambda t: emb[: len(t)], k=1, most=2)) == 2
+
+
+def test_extra_pairs_are_read_and_a_bad_line_is_named(tmp_path: Path) -> None:
+    good = tmp_path / "pairs.jsonl"
+    good.write_text(
+        json.dumps({"premise": "a b", "hypothesis": "c d", "label": 1, "source": "blind"}) + "\n\n",
+        encoding="utf-8",
+    )
+    assert read_pairs(good) == [Pair("a b", "c d", 1, "blind")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text() + '{"premise": "a", "hypothesis": "b", "label": 2}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:3: not a labelled pair"):
+        read_pairs(bad)

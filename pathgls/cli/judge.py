@@ -40,6 +40,22 @@ def train(
             help="Decision threshold to record (default: the shipped judge's, chosen on dev data)."
         ),
     ] = None,
+    pairs: Annotated[
+        Path | None,
+        Opt(
+            help="JSON-lines file of extra labelled pairs (premise, hypothesis, label, source), "
+            "e.g. the blind sets' dev halves from benchmarks/data/blind_pairs.py."
+        ),
+    ] = None,
+    pairs_repeat: Annotated[int, Opt(help="Times each extra pair is repeated.")] = 1,
+    neighbours: Annotated[
+        int,
+        Opt(help="Each unit's N nearest units (judge embedding) added as consistent pairs."),
+    ] = 0,
+    siblings: Annotated[
+        bool,
+        Opt(help="Add sibling pairs: one slot of two different targets (consistent)."),
+    ] = False,
     workers: Annotated[int, Opt(help="Processes reading the reports.")] = 2,
     limit: Annotated[int, Opt(help="Train on the first N reports only (0: all).")] = 0,
 ) -> None:
@@ -49,9 +65,15 @@ def train(
     from pathgls.nli.judge_recipe import HELDOUT, retrain
     from pathgls.nli.judge_train import TrainConfig
 
-    for p in (reports, expert, heldout):
+    for p in (reports, expert, heldout, pairs):
         if p is not None and not p.is_file():
             fail(console, PathGLSError(f"{p}: no such file"))
+    from pathgls.nli.judge_data import read_pairs
+
+    try:
+        extra = read_pairs(pairs) if pairs is not None else []
+    except ValueError as e:
+        fail(console, PathGLSError(str(e)))
     try:
         cfg = TrainConfig(steps=steps, batch_size=batch_size, seed=seed)
     except ValueError as e:
@@ -67,6 +89,10 @@ def train(
         threshold=threshold,
         workers=workers,
         limit=limit or None,
+        extra_pairs=extra,
+        extra_repeat=pairs_repeat,
+        neighbours=neighbours,
+        siblings=siblings,
         log=lambda s: console.print(escape(s)),
     )
     console.print(

