@@ -164,3 +164,34 @@ def test_an_expert_table_is_scored_offline(shared_data: Path, tmp_path: Path) ->
     assert "32 labelled rows" in res.output and "expert_score ≥ 2" in res.output
     assert "organs: " in res.output and "not recorded" not in res.output.split("organs:")[1][:20]
     assert "deploys only with grounding scored ([gate] required)" in res.output
+
+
+def test_batch_mode_certifies_the_share_of_the_next_batch(tmp_path: Path) -> None:
+    run, labels = _calibration_run(tmp_path / "cal", n=120)
+    out = tmp_path / "gate.toml"
+    args = ["calibrate", str(run), "--labels", str(labels), "--acceptable", "1", "--risk", "0.2"]
+    res = RUNNER.invoke(app, [*args, "--batch", "20", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    cert = tomllib.loads(out.read_text(encoding="utf-8"))["calibration"]["certificate"]
+    # 84 clean rows above 0.3: the batch mode stops there (one bad row among ~14 deployed of
+    # a batch of 20 already breaks 0.2 too often at what 120 rows can show), where the
+    # population mode goes on to 0.184 with 14 unacceptable of 98
+    assert cert["batch"] == 20 and cert["threshold"] == pytest.approx(0.301)
+    assert cert["n_selected"] == 84 and cert["n_errors"] == 0
+    assert 0 < cert["batch_tail"] <= 0.05 and "batch tail" in cert["method"]
+    res = RUNNER.invoke(app, ["gate", str(run), "--config", str(out)])
+    assert "batch mode: the realised share in a batch of 20 reports" in res.output
+    assert "in a batch of 20 reports, share unacceptable among deployed ≤ 0.2" in res.output
+    pop = RUNNER.invoke(app, [*args, "--out", str(tmp_path / "pop.toml")])
+    assert pop.exit_code == 0, pop.output
+    pop_cert = tomllib.loads((tmp_path / "pop.toml").read_text(encoding="utf-8"))
+    assert pop_cert["gate"]["deploy"] == pytest.approx(0.184)
+    assert "batch" not in pop_cert["calibration"]["certificate"]
+
+    # a batch of 3 at α = 0.05: one bad report in it breaks the share; 120 rows cannot show it
+    res = RUNNER.invoke(app, [*args[:-1], "0.05", "--batch", "3"])
+    assert res.exit_code == 0, res.output
+    assert "NOT certified: even all 120 rows deployed without an error" in res.output
+    assert "in a batch of 3" in res.output
+    res = RUNNER.invoke(app, [*args[:-2], "--batch", "3"])
+    assert res.exit_code == 2 and "--batch goes with --risk" in res.output

@@ -312,6 +312,14 @@ def calibrate(
     confidence: Annotated[
         float, Opt(help="With --risk: probability 1−δ that the share stays ≤ --risk.")
     ] = 0.9,
+    batch: Annotated[
+        int | None,
+        Opt(
+            help="With --risk: guarantee the realised share among the deployed reports of the "
+            "next batch of this many reports, not the population risk (stricter).",
+            min=1,
+        ),
+    ] = None,
     reject_risk: Annotated[
         float | None,
         Opt(help="With --risk: also certify a reject threshold (acceptable among rejected ≤ β)."),
@@ -336,6 +344,8 @@ def calibrate(
     under fixed weights, and their certificate is written into --out.
     """
     console = Console(stderr=True)
+    if batch is not None and risk is None:
+        fail(console, CalibrationError("--batch goes with --risk (a certified gate)"))
     if risk is not None:
         _certified(
             source=source,
@@ -345,6 +355,7 @@ def calibrate(
             acceptable=acceptable,
             risk=risk,
             confidence=confidence,
+            batch=batch,
             reject_risk=reject_risk,
             config=config,
             out=out,

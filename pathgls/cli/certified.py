@@ -215,6 +215,7 @@ def run_certified(
     acceptable: float,
     risk: float,
     confidence: float,
+    batch: int | None,
     reject_risk: float | None,
     weights: dict[str, float],
     out: Path | None,
@@ -256,7 +257,9 @@ def run_certified(
         "weights": weights,
     }
     dep = certify_deploy(
-        trust=trust, acceptable=ok, config=CertifyConfig(risk=risk, confidence=confidence)
+        trust=trust,
+        acceptable=ok,
+        config=CertifyConfig(risk=risk, confidence=confidence, batch=batch),
     )
     deploy = Certificate.from_result(dep, **meta)  # type: ignore[arg-type]
     reject = None
@@ -264,7 +267,7 @@ def run_certified(
         rej = certify_reject(
             trust=trust,
             acceptable=ok,
-            config=CertifyConfig(risk=reject_risk, confidence=confidence),
+            config=CertifyConfig(risk=reject_risk, confidence=confidence, batch=batch),
         )
         if (
             dep.threshold is not None

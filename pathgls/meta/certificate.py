@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathgls.errors import ConfigError
-from pathgls.meta.certify import METHOD, Certified
+from pathgls.meta.certify import METHOD, METHOD_BATCH, Certified
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
@@ -53,6 +53,10 @@ class Certificate:
     method: str = METHOD
     reason: str = ""  # why nothing was certified
     rows_needed: int | None = None
+    # batch mode: the share is the realised one among the deployed of the next batch of this
+    # many reports; batch_tail bounds the chance that such a batch breaks the risk
+    batch: int | None = None
+    batch_tail: float | None = None
 
     @classmethod
     def from_result(
@@ -85,6 +89,9 @@ class Certificate:
             weights=dict(weights),
             reason=res.reason or "",
             rows_needed=res.rows_needed,
+            method=METHOD if res.batch is None else METHOD_BATCH,
+            batch=res.batch,
+            batch_tail=None if res.batch_tail is None else round(res.batch_tail, 6),
         )
 
     def to_toml(self) -> dict[str, Any]:
@@ -102,7 +109,7 @@ class Certificate:
         """
         try:
             kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
-            for k in ("threshold", "bound", "rows_needed"):  # TOML has no null: left out
+            for k in ("threshold", "bound", "rows_needed", "batch", "batch_tail"):  # no null
                 kw.setdefault(k, None)
             kw["subjects"] = tuple(str(s) for s in data.get("subjects", ()))
             kw["organs"] = tuple(str(s) for s in data.get("organs", ()))
@@ -118,14 +125,25 @@ class Certificate:
             "unacceptable among deployed" if self.side == "deploy" else "acceptable among rejected"
         )
         head = f"{self.side} certificate ({self.method}, {self.date})"
+        if self.batch is not None:
+            head += f"; batch mode: the realised share in a batch of {self.batch} reports"
         if self.certified:
-            first = (
-                f"{self.side} at trust ≥ {self.threshold:.3f}: share {what} ≤ {self.risk:g} "
-                f"with probability ≥ {self.confidence:g} (bound {self.bound:.3f})"
+            where = (
+                f"{self.side} at trust ≥ {self.threshold:.3f}"
                 if self.side == "deploy"
-                else f"reject below trust {self.threshold:.3f}: share {what} ≤ {self.risk:g} "
-                f"with probability ≥ {self.confidence:g} (bound {self.bound:.3f})"
+                else f"reject below trust {self.threshold:.3f}"
             )
+            if self.batch is None:
+                first = (
+                    f"{where}: share {what} ≤ {self.risk:g} with probability ≥ "
+                    f"{self.confidence:g} (bound {self.bound:.3f})"
+                )
+            else:
+                first = (
+                    f"{where}: in a batch of {self.batch} reports, share {what} ≤ {self.risk:g} "
+                    f"with probability ≥ {self.confidence:g} (risk bound {self.bound:.3f}; "
+                    f"chance a batch breaks it ≤ {self.batch_tail:.3f})"
+                )
             rate = f"{self.rate:.0%} of the calibration rows {self.side}ed ({self.n_selected})"
         else:
             first = f"NOT certified: {self.reason}"

@@ -25,6 +25,10 @@ rejects nulls until the first that cannot be rejected — no multiplicity correc
   of *acceptable* reports among the rejected (trust < λ) is ≤ β, tested from loose to strict.
 * When nothing passes, :func:`rows_needed` says how many labelled rows would be needed at the
   observed rates (the deploy rate and the unacceptable share of the most promising threshold).
+* **Batch mode** (:attr:`CertifyConfig.batch` = m): the guarantee is on the *realised* share
+  among the reports deployed in the next batch of m, not on the population risk: each threshold
+  passes when the bound of :mod:`pathgls.meta.certify_batch` on the chance that such a batch
+  breaks α is ≤ δ/2, the calibration side's δ/2 shared by a risk and a deploy-rate bound.
 
 Pure functions on arrays; no I/O.
 """
@@ -39,11 +43,16 @@ import numpy as np
 from scipy import stats
 
 from pathgls.errors import CalibrationError
+from pathgls.meta.certify_batch import DELTA_SHARES, batch_bounds, batch_tail, min_clean_rows
 
 #: The gate decides on trust rounded to 3 decimals, so these are all the thresholds there are.
 GRID_DECIMALS = 3
 GRID: tuple[float, ...] = tuple(round(i / 10**GRID_DECIMALS, GRID_DECIMALS) for i in range(1001))
 METHOD = "Learn-then-Test, fixed-sequence, Clopper-Pearson"
+METHOD_BATCH = (
+    "Learn-then-Test, fixed-sequence, Clopper-Pearson risk and deploy-rate bounds, "
+    "binomial batch tail"
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +68,13 @@ class CertifyConfig:
     # of the rows (0: the fewest rows that can pass, :func:`min_rows`). One sequence per start,
     # each at δ / (number of starts).
     starts: tuple[float, ...] = (0.0,)
+    # Batch mode: the share among the deployed reports of the next batch of this many reports
+    # (the realised share) stays ≤ risk with probability ≥ confidence; None: the population risk.
+    batch: int | None = None
 
     def __post_init__(self) -> None:
+        if self.batch is not None and (isinstance(self.batch, bool) or self.batch < 1):
+            raise CalibrationError(f"batch must be a number of reports ≥ 1; got {self.batch}")
         if not self.starts or any(not 0 <= s < 1 for s in self.starts):
             raise CalibrationError(f"starts must be shares in [0, 1); got {self.starts}")
         if not 0 < self.risk < 1:
@@ -74,9 +88,24 @@ class CertifyConfig:
         return 1.0 - self.confidence
 
     @property
+    def delta_cal(self) -> float:
+        """The δ spent on the calibration rows: all of it, or in batch mode δ_r + δ_p."""
+        return self.delta if self.batch is None else self.delta * sum(DELTA_SHARES[:2])
+
+    @property
+    def delta_batch(self) -> float:
+        """The δ left for the batch's own sampling noise (batch mode; 0 otherwise)."""
+        return 0.0 if self.batch is None else self.delta * DELTA_SHARES[2]
+
+    @property
     def delta_each(self) -> float:
-        """δ of each fixed sequence: δ split evenly over the starts."""
-        return self.delta / len(self.starts)
+        """δ of each fixed sequence: the calibration side's δ split evenly over the starts."""
+        return self.delta_cal / len(self.starts)
+
+    @property
+    def delta_bound(self) -> float:
+        """δ of the Clopper–Pearson risk bound (batch mode: half of each sequence's δ)."""
+        return self.delta_each if self.batch is None else self.delta_each / 2
 
 
 @dataclass(frozen=True)
@@ -85,7 +114,8 @@ class Certified:
 
     ``bound`` is the Clopper–Pearson upper bound of the risk at ``threshold``; ``n_selected``
     rows fall on the gated side of it (deployed, or rejected), ``n_errors`` of them wrongly
-    (unacceptable deployed, or acceptable rejected); ``rate`` = n_selected / n.
+    (unacceptable deployed, or acceptable rejected); ``rate`` = n_selected / n. In batch mode
+    ``batch`` is m and ``batch_tail`` the bound on the chance that a batch of m breaks the risk.
     """
 
     side: str  # "deploy" or "reject"
@@ -100,6 +130,8 @@ class Certified:
     tested: int  # thresholds tested before the sequence stopped
     reason: str | None = None
     rows_needed: int | None = None  # labelled rows in all for a certificate at observed rates
+    batch: int | None = None
+    batch_tail: float | None = None
 
 
 def binomial_upper(*, k: float, n: float, delta: float) -> float:
@@ -145,16 +177,30 @@ def _sequence(
     starts = _starts(counts, cfg, n)
     if not starts:
         return None, 0, None
-    delta = cfg.delta_each
     passed, tested = None, 0
     for start in starts:
-        bounds = _bounds(errors[start:], counts[start:], delta)
-        failed = np.flatnonzero(bounds > cfg.risk)
-        stop = int(failed[0]) if failed.size else len(bounds)
-        tested += stop + (1 if failed.size else 0)
+        stop = _first_failure(errors, counts, cfg, n, start)
+        tested += stop + (1 if start + stop < len(counts) else 0)
         if stop > 0:
             passed = max(passed if passed is not None else -1, start + stop - 1)
     return passed, tested, starts[0]
+
+
+def _first_failure(
+    errors: np.ndarray, counts: np.ndarray, cfg: CertifyConfig, n: int, start: int
+) -> int:
+    """How many nulls from ``start`` on are rejected before the first that stands.
+
+    Tested in growing chunks: the sequence stops at the first failure, and the batch test costs
+    a batch-long sum per threshold, so the thresholds past it are not computed.
+    """
+    i, chunk = start, 32
+    while i < len(counts):
+        hit = np.flatnonzero(_fails(errors[i : i + chunk], counts[i : i + chunk], cfg, n))
+        if hit.size:
+            return i + int(hit[0]) - start
+        i, chunk = i + chunk, chunk * 2
+    return len(counts) - start
 
 
 def _starts(counts: np.ndarray, cfg: CertifyConfig, n: int) -> list[int]:
@@ -162,7 +208,9 @@ def _starts(counts: np.ndarray, cfg: CertifyConfig, n: int) -> list[int]:
 
     Read from the counts alone (the trust values, never the labels).
     """
-    m = min_rows(risk=cfg.risk, delta=cfg.delta_each)
+    m = _fewest(cfg, n)
+    if m == 0:
+        return []
     out: list[int] = []
     for share in cfg.starts:
         need = max(m, math.ceil(share * n))
@@ -170,6 +218,45 @@ def _starts(counts: np.ndarray, cfg: CertifyConfig, n: int) -> list[int]:
         if i is not None and i not in out:
             out.append(i)
     return out
+
+
+def _fewest(cfg: CertifyConfig, n: int) -> int:
+    """The fewest selected rows with which a clean set passes (0: none can, batch mode)."""
+    if cfg.batch is None:
+        return min_rows(risk=cfg.risk, delta=cfg.delta_each)
+    return min_clean_rows(
+        n=n,
+        batch=cfg.batch,
+        risk=cfg.risk,
+        delta_cal=cfg.delta_each,
+        delta_batch=cfg.delta_batch,
+    )
+
+
+def _fails(errors: np.ndarray, counts: np.ndarray, cfg: CertifyConfig, n: int) -> np.ndarray:
+    """Whether each threshold's null stands (population: bound > α; batch: tail > δ_b)."""
+    if cfg.batch is None:
+        return _bounds(errors, counts, cfg.delta_each) > cfg.risk
+    pairs, inverse = np.unique(np.stack([errors, counts]), axis=1, return_inverse=True)
+    _, _, tail = batch_bounds(
+        k=pairs[0], c=pairs[1], n=n, batch=cfg.batch, risk=cfg.risk, delta_cal=cfg.delta_each
+    )
+    return (tail > cfg.delta_batch)[np.ravel(inverse)]
+
+
+def _batch_tail(k: float, c: float, cfg: CertifyConfig, n: float) -> float | None:
+    """The batch tail at one (k, c) (None outside batch mode)."""
+    if cfg.batch is None:
+        return None
+    _, _, tail = batch_bounds(
+        k=np.array([k]),
+        c=np.array([c]),
+        n=n,
+        batch=cfg.batch,
+        risk=cfg.risk,
+        delta_cal=cfg.delta_each,
+    )
+    return float(tail[0])
 
 
 def _bounds(k: np.ndarray, n: np.ndarray, delta: float) -> np.ndarray:
@@ -200,36 +287,58 @@ def _result(
             n=n,
             n_selected=int(counts[passed]),
             n_errors=int(errors[passed]),
-            bound=binomial_upper(k=errors[passed], n=counts[passed], delta=cfg.delta_each),
+            bound=binomial_upper(k=errors[passed], n=counts[passed], delta=cfg.delta_bound),
             rate=float(counts[passed]) / n,
             tested=tested,
+            batch=cfg.batch,
+            batch_tail=_batch_tail(errors[passed], counts[passed], cfg, n),
         )
     what = (
         "unacceptable among the deployed" if side == "deploy" else "acceptable among the rejected"
     )
     need = rows_needed(counts=counts, errors=errors, n=n, config=cfg) if explain else None
-    if start is None:
+    batch = "" if cfg.batch is None else f" in a batch of {cfg.batch}"
+    fewest = _fewest(cfg, n)
+    if start is None and fewest == 0:
         reason = (
-            f"no threshold puts {min_rows(risk=cfg.risk, delta=cfg.delta_each)} rows on the {side} "
-            f"side, the fewest with which a share of {what} ≤ {cfg.risk:g} can be certified at "
-            f"confidence {cfg.confidence:g}"
+            f"even all {n} rows {side}ed without an error would not certify a share of {what} "
+            f"≤ {cfg.risk:g}{batch} at confidence {cfg.confidence:g}"
+        )
+    elif start is None:
+        reason = (
+            f"no threshold puts {fewest} rows on the {side} side, the fewest with which a share "
+            f"of {what} ≤ {cfg.risk:g}{batch} can be certified at confidence {cfg.confidence:g}"
         )
     else:
         i = start
+        bound = binomial_upper(k=errors[i], n=counts[i], delta=cfg.delta_bound)
+        tail = _batch_tail(errors[i], counts[i], cfg, n)
         reason = (
             f"the strictest testable threshold {grid[i]:.3f} {side}s {int(counts[i])} of {n} "
-            f"rows with {int(errors[i])} {what}: bound "
-            f"{binomial_upper(k=errors[i], n=counts[i], delta=cfg.delta_each):.3f} > "
-            f"{cfg.risk:g}"
+            f"rows with {int(errors[i])} {what}: "
+            + (
+                f"bound {bound:.3f} > {cfg.risk:g}"
+                if tail is None
+                else f"risk bound {bound:.3f}, chance a batch of {cfg.batch} breaks "
+                f"{cfg.risk:g} up to {tail:.3f} > {cfg.delta_batch:g}"
+            )
         )
     if not explain:
         pass
     elif need is None:
-        reason += f"; no threshold has an observed share of {what} below {cfg.risk:g}, so more "
-        reason += "rows of the same kind cannot help (a better trust score or a larger risk can)"
+        reason += f"; no threshold has an observed share of {what} below {cfg.risk:g}"
+        reason += (
+            ", so more rows of the same kind cannot help (a better trust score or a larger risk "
+            "can)"
+            if cfg.batch is None
+            else f" low enough for a batch of {cfg.batch}, so more rows of the same kind cannot "
+            "help (a larger batch, a larger risk or a better trust score can)"
+        )
     else:
         reason += f"; at the observed rates at least {need} labelled rows in all ({need - n} more)"
-    return Certified(side, None, cfg.risk, cfg.confidence, n, 0, 0, None, 0.0, tested, reason, need)
+    return Certified(
+        side, None, cfg.risk, cfg.confidence, n, 0, 0, None, 0.0, tested, reason, need, cfg.batch
+    )
 
 
 def certify_deploy(
@@ -278,6 +387,16 @@ def certify_reject(
     return _result("reject", grid, counts, errors, config, int(t.size), explain)
 
 
+def _could_pass(d: float, p: float, config: CertifyConfig) -> bool:
+    """Batch mode: whether the batch tail at the exact rates (the bounds' limit with unlimited
+    rows) is ≤ δ_b — if not, no number of rows can certify."""
+    assert config.batch is not None
+    tail = batch_tail(
+        risk_upper=np.array([p]), deploy_lower=np.array([d]), batch=config.batch, risk=config.risk
+    )
+    return bool(tail[0] <= config.delta_batch)
+
+
 def rows_needed(
     *, counts: np.ndarray, errors: np.ndarray, n: int, config: CertifyConfig
 ) -> int | None:
@@ -285,25 +404,37 @@ def rows_needed(
 
     For each threshold whose observed error share is below the risk, the smallest N with
     ``binomial_upper(k=N·d·p, n=N·d) ≤ α`` (d: the share of rows it selects, p: the error share
-    among them); the least over thresholds. None: no threshold's observed share is below α.
-    It ignores the stricter thresholds of the sequence, so it is a floor, not a promise.
+    among them; in batch mode: whose batch tail at those counts is ≤ δ/2); the least over
+    thresholds. None: no threshold's observed share is below α (batch mode: no number of rows
+    brings the tail down, the batch's own noise being too large). It ignores the stricter
+    thresholds of the sequence, so it is a floor, not a promise.
     """
+
+    def passes(size: float, d: float, p: float) -> bool:
+        if config.batch is None:
+            return binomial_upper(k=size * d * p, n=size * d, delta=config.delta_each) <= (
+                config.risk
+            )
+        tail = _batch_tail(size * d * p, size * d, config, size)
+        return tail is not None and tail <= config.delta_batch
+
     best: int | None = None
     for c, e in sorted(set(zip(counts.tolist(), errors.tolist(), strict=True))):
         if c <= 0 or e / c >= config.risk:
             continue
         d, p = c / n, e / c
+        if config.batch is not None and not _could_pass(d, p, config):
+            continue
+        if best is not None and not passes(best - 1, d, p):
+            continue  # cannot beat the best so far (the bound tightens with the rows)
         lo, hi = n, n
-        while binomial_upper(k=hi * d * p, n=hi * d, delta=config.delta_each) > config.risk:
+        while not passes(hi, d, p):
             hi *= 2
             if hi > 10**9:
                 break
         else:
             while hi - lo > 1:  # smallest N in (lo, hi] that passes
                 mid = (lo + hi) // 2
-                ok = (
-                    binomial_upper(k=mid * d * p, n=mid * d, delta=config.delta_each) <= config.risk
-                )
-                lo, hi = (lo, mid) if ok else (mid, hi)
+                lo, hi = (lo, mid) if passes(mid, d, p) else (mid, hi)
             best = hi if best is None else min(best, hi)
     return None if best is None else max(best, n + 1)
