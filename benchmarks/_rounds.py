@@ -75,10 +75,14 @@ def timed_call(fn: Callable[[], object]) -> tuple[float, None]:
 
 
 def timed_process(
-    cmd: Sequence[str], *, env: dict[str, str] | None = None
+    cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None
 ) -> tuple[float, str, float]:
     """Wall seconds of a whole child process (start-up included), its output and its peak RSS
     in MB (the largest of the child and the children it waited for).
+
+    ``cwd``: where the child runs. ``python -m pkg`` imports ``pkg`` from its working directory
+    before ``PYTHONPATH``: a command meant to run another checkout's code must run elsewhere
+    than in this one.
 
     Raises:
         RuntimeError: the child failed (its output's tail in the message).
@@ -93,6 +97,7 @@ def timed_process(
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        cwd=cwd,
         check=False,
     )
     wall = time.perf_counter() - t0
