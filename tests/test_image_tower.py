@@ -80,9 +80,7 @@ def test_image_only_encoder_has_no_text_tower_and_the_same_image_features(
     assert _n_params(image.module) == visual < _n_params(both.module)
     assert _n_params(both.module) - visual > 0.2 * _n_params(both.module)  # a real text tower
     assert {p.dtype for p in image.module.parameters()} == {
-        p.dtype
-        for n, p in both.module.named_parameters()
-        if n.startswith(_VISUAL[backend])
+        p.dtype for n, p in both.module.named_parameters() if n.startswith(_VISUAL[backend])
     }
     assert (image.dim, image.image_size, image.preprocess) == (
         both.dim,
