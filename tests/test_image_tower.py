@@ -125,6 +125,11 @@ def test_image_only_open_clip_reads_only_the_visual_weights(tmp_path: Path) -> N
     torch.save({"state_dict": {f"module.{k}": v for k, v in state.items()}}, tmp_path / "w.bin")
     again = visual_state(tmp_path / "w.bin", label="t")
     assert set(again) == set(state) and all(torch.equal(again[k], state[k]) for k in state)
+    # a legacy (non-zip) torch file cannot be memory-mapped: read whole, the same tensors
+    legacy = tmp_path / "legacy.bin"
+    torch.save({**state, "text.x": torch.ones(1)}, legacy, _use_new_zipfile_serialization=False)
+    old = visual_state(legacy, label="t")
+    assert set(old) == set(state) and all(torch.equal(old[k], state[k]) for k in state)
 
 
 def test_extract_builds_the_image_tower_only(

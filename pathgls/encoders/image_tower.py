@@ -65,7 +65,12 @@ def visual_state(checkpoint: Path, *, label: str) -> dict[str, torch.Tensor]:
                         for k in f.keys()  # noqa: SIM118 (safe_open is no dict)
                         if k.removeprefix("module.").startswith(VISUAL)
                     }
-            state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
+            try:  # mapped: the text tower's tensors are never read from disk
+                state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as e:  # a legacy (non-zip) torch file cannot be mapped
+                if "mmap" not in str(e):
+                    raise
+                state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     except (OSError, ValueError, RuntimeError) as e:
         raise EncoderError(f"{label!r}: cannot read the weights {checkpoint}: {e}") from e
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
