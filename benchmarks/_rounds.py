@@ -75,10 +75,20 @@ def timed_call(fn: Callable[[], object]) -> tuple[float, None]:
 
 
 def timed_process(
-    cmd: Sequence[str], *, env: dict[str, str] | None = None
+    cmd: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    cpu: list[float] | None = None,
 ) -> tuple[float, str, float]:
     """Wall seconds of a whole child process (start-up included), its output and its peak RSS
     in MB (the largest of the child and the children it waited for).
+
+    ``cwd``: where the child runs. ``python -m pkg`` imports ``pkg`` from its working directory
+    before ``PYTHONPATH``: a command meant to run another checkout's code must run elsewhere
+    than in this one. ``cpu``: a list the child's CPU seconds (user + system, its waited-for
+    children included: a pool's workers) are appended to — on a loaded machine the work done,
+    where the wall measures the share of the cores the command got.
 
     Raises:
         RuntimeError: the child failed (its output's tail in the message).
@@ -93,14 +103,18 @@ def timed_process(
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        cwd=cwd,
         check=False,
     )
     wall = time.perf_counter() - t0
     out, _, tail = proc.stdout.rpartition("\n@@maxrss_kb ")
-    if proc.returncode or not tail.strip().isdigit():
+    rss, _, cpu_s = tail.strip().partition(" ")
+    if proc.returncode or not rss.isdigit():
         what = " ".join(cmd[:4])
         raise RuntimeError(f"{what} … failed ({proc.returncode}): {proc.stdout[-800:]}")
-    return wall, out, int(tail.strip()) / 1024
+    if cpu is not None:
+        cpu.append(float(cpu_s))
+    return wall, out, int(rss) / 1024
 
 
 _LAUNCHER = """
@@ -108,7 +122,7 @@ import os, subprocess, sys
 p = subprocess.Popen(sys.argv[1:])
 _, status, usage = os.wait4(p.pid, 0)
 sys.stdout.flush()
-print("\\n@@maxrss_kb", usage.ru_maxrss, flush=True)
+print("\\n@@maxrss_kb", usage.ru_maxrss, usage.ru_utime + usage.ru_stime, flush=True)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 

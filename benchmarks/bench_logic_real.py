@@ -23,13 +23,17 @@ leaves those rows out, so it is quarter 3 without a row any round read.
 
 ``--cli-rounds N`` adds the user's command on the same rows: ``python -m pathgls logic
 <the rows as a TSV> --json --workers W`` as a whole process (start-up, reading the table, its
-pool), in N alternating rounds with this script's pool path timed from the pool's start (the
-vocabulary load included) and in-call; median [min–max] with the load average, the CLI / pool
-ratio within each round, and whether the CLI's S_l equal this script's on every row.
+pool), in N alternating rounds with this script's own scoring path, also as a whole process
+(``--score-table``: start-up, reading the same TSV, its ``multiprocessing.Pool``); wall seconds
+and CPU seconds (user + system, workers included) of each, median [min–max] with the load
+average, the ratios within each round, and whether the CLI's S_l equal this script's on every
+row. On a loaded machine the wall measures the share of the cores a command got; the CPU
+seconds measure the work it did.
 
 Usage: python benchmarks/bench_logic_real.py [--workers 2] [--limit N] [--show RULE]
        [--half all|tuned|held-out|quarter1|quarter3|quarter3-unread|judge-validation]
        [--cli-rounds N]
+       python benchmarks/bench_logic_real.py --score-table ROWS.tsv [--workers 2]
 """
 
 from __future__ import annotations
@@ -143,7 +147,11 @@ def main() -> None:
             "judge-validation",
         ),
     )
+    ap.add_argument("--score-table", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.score_table:
+        score_table(args.score_table, workers=args.workers)
+        return
     items = load(args.half)[: args.limit]
     print(f"real reports: {args.half} rows")
     with Pool(args.workers, initializer=_init) as pool:
@@ -216,7 +224,7 @@ def compare_cli(items: list, results: list, *, workers: int, rounds: int) -> Non
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _rounds import load_note, ratios, run_rounds, spread, timed_process
+    from _rounds import load_note, run_rounds, spread, timed_process
 
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -227,31 +235,54 @@ def compare_cli(items: list, results: list, *, workers: int, rounds: int) -> Non
             w.writerows([i, text] for i, (rid, _g, text) in enumerate(items))
         outputs: list[str] = []
 
+        cpu: dict[str, list[float]] = {"CLI": [], "script": []}
+
         def cli() -> tuple[float, None]:
             cmd = [sys.executable, "-m", "pathgls", "logic", str(table), "--json"]
             env = {**os.environ, "PYTHONPATH": str(root)}
-            wall, out, _rss = timed_process([*cmd, "--workers", str(workers)], env=env)
+            wall, out, _rss = timed_process(
+                [*cmd, "--workers", str(workers)], env=env, cwd=tmp, cpu=cpu["CLI"]
+            )
             outputs.append(out)
             return wall, None
 
-        def pool() -> tuple[float, None]:
-            t0 = time.perf_counter()
-            with Pool(workers, initializer=_init) as p:
-                p.map(score, items, chunksize=8)
-            return time.perf_counter() - t0, None
+        def script() -> tuple[float, None]:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--score-table", str(table)]
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            wall, _out, _rss = timed_process(
+                [*cmd, "--workers", str(workers)], env=env, cwd=tmp, cpu=cpu["script"]
+            )
+            return wall, None
 
-        print(f"\nthe user's command beside this pool, {rounds} alternating rounds; {load_note()}")
-        s = run_rounds({"CLI": cli, "pool": pool}, rounds=rounds, n_items=len(items))
+        print(
+            f"\nthe user's command beside this script's path, both whole processes, {workers} "
+            f"workers, {len(items)} reports, {rounds} alternating rounds; {load_note()}"
+        )
+        s = run_rounds({"CLI": cli, "script": script}, rounds=rounds, n_items=len(items))
     for k, v in s.items():
-        print(f"  {k:5s} {spread(v.seconds)} s, {spread(v.rates)} reports/s")
-    print(
-        f"  CLI / pool (from its start) reports/s: {spread(ratios(s['CLI'], s['pool']), '{:.2f}')}"
-    )
+        print(
+            f"  {k:6s} wall {spread(v.seconds)} s, {spread(v.rates)} reports/s, "
+            f"CPU {spread(cpu[k])} s, load {spread(v.loads)}"
+        )
+    walls = [c / p for c, p in zip(s["CLI"].seconds, s["script"].seconds, strict=True)]
+    cpus = [c / p for c, p in zip(cpu["CLI"], cpu["script"], strict=True)]
+    print(f"  CLI / script, wall within a round: {spread(walls, '{:.2f}')}×")
+    print(f"  CLI / script, CPU seconds within a round: {spread(cpus, '{:.2f}')}×")
     got = [json.loads(line) for line in outputs[-1].splitlines() if line.startswith("{")]
     same = len(got) == len(results) and all(
         g["logic"] == r[2] for g, r in zip(got, results, strict=True)
     )
     print(f"  CLI S_l equal to this script's on every row: {'yes' if same else 'NO'}")
+
+
+def score_table(path: Path, *, workers: int) -> None:
+    """This script's scoring path on a TSV of ``case_id``/``report`` rows, as a process."""
+    csv.field_size_limit(sys.maxsize)
+    with open(path, newline="", encoding="utf-8") as fh:
+        items = [(r["case_id"], "", r["report"]) for r in csv.DictReader(fh, delimiter="\t")]
+    with Pool(workers, initializer=_init) as pool:
+        results = pool.map(score, items, chunksize=8)
+    print(f"{len(results)} reports scored")
 
 
 def _init_noop(_: int) -> None:

@@ -65,6 +65,7 @@ Use ``--n`` ≥ 32 (or the default, the tissue grid): each patch is 16 JPEG tile
 readers cache ~128 decoded tiles, so repeated passes over fewer patches would read from cache.
 
 Usage: python benchmarks/bench_trident.py [--n 0] [--rounds 3] [--workdir /tmp/pathgls-io]
+       [--slide SLIDE] (default: the 40× pyramid without a 20× level)
        [--trident-python /work/trident-env/bin/python] [--workers 1] [--batch-size 16]
 """
 
@@ -183,6 +184,7 @@ def summary(c: np.ndarray) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "pathgls-io")
+    ap.add_argument("--slide", type=Path, default=None, help="a slide (default: the 40x pyramid)")
     ap.add_argument(
         "--n", type=int, default=0, help="patches (0: the slide's whole tissue grid, as the CLI)"
     )
@@ -204,12 +206,12 @@ def main() -> None:
 
     sys.path.insert(0, str(HERE))
     from _rounds import ratios, run_rounds, spread, timed_call, timed_process
-    from bench_extract_io import SIZE, build
+    from bench_extract_io import build
 
     args.threads = args.threads or torch.get_num_threads()
     torch.set_num_threads(args.threads)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    slide = build(args.workdir)
+    slide = args.slide or build(args.workdir)
     reader = open_slide(slide)
     if args.n:
         grid = make_grid(reader, load_config(tiling={"tissue_threshold": 0.0}).tiling)
@@ -231,7 +233,8 @@ def main() -> None:
     weights = save_random_hf_clip(args.workdir / "plip", size="plip")
     plip = build_encoder(load_config(encoder={"name": f"hf:{weights}"}).encoder)
     print(
-        f"slide: {slide.name}, {SIZE}² px, levels {reader.level_dimensions}; {n} patches "
+        f"slide: {slide.name}, {reader.dimensions} px, levels {reader.level_dimensions}; {n} "
+        "patches "
         f"(read {plan.read_size} px at level {plan.level} → {plan.patch_size} px); batch "
         f"{args.batch_size}; reader workers {args.workers}; torch threads {args.threads}; "
         f"os.cpu_count {os.cpu_count()}; load {os.getloadavg()[0]:.2f}"

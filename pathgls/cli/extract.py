@@ -153,7 +153,7 @@ def _extract_all(
             f"cannot write {out / 'extract-config.toml'}: {describe_os_error(e)}"
         ) from e
     try:
-        enc = build_encoder(cfg.encoder)
+        enc = build_encoder(cfg.encoder, image_only=True)  # extraction never encodes text
     except PathGLSError as e:
         logging.getLogger("pathgls.features.extract").error("%s", e)
         raise

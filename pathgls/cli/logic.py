@@ -86,13 +86,16 @@ def score_report(text: bytes | str, scorer: Any, *, config: Any) -> Any:
 
 
 def _warm_before_fork() -> None:
-    """Import Logic and read one tiny case here, before the pool starts: forked workers then
-    share those modules and vocabularies instead of each loading its own (on a busy machine
-    that load is most of a short table's time). Under spawn it would be wasted: skipped."""
+    """Import Logic and the NLI backends and read one tiny case here, before the pool starts:
+    forked workers then share those modules and vocabularies instead of each loading its own
+    (on a busy machine that load is most of a short table's time; importing the backends
+    imports torch, which every worker otherwise imported again). Under spawn it would be
+    wasted: skipped."""
     import multiprocessing
 
     if multiprocessing.get_start_method(allow_none=False) != "fork":
         return
+    import pathgls.nli  # noqa: F401  (the backends' modules, torch with them: imported once)
     from pathgls.logic import logic_score  # noqa: F401  (imported for the workers)
     from pathgls.text.case.build import build_case
 

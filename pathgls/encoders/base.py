@@ -196,7 +196,9 @@ class ClipEncoder:
 
     Attributes:
         image_features: Normalised pixels ``(B, 3, S, S)`` on ``device`` → features ``(B, D)``.
-        text_features: A list of strings → features ``(M, D)``.
+        text_features: A list of strings → features ``(M, D)``; None for an encoder built with
+            the image tower only (``build_encoder(..., image_only=True)``, as extraction does),
+            whose :meth:`encode_text` raises.
         preprocess: The model's image preprocessing.
         module: The underlying ``torch.nn.Module`` (for inspection; do not move it).
         text_batch_size: Strings per forward pass of the text tower.
@@ -211,7 +213,7 @@ class ClipEncoder:
     revision: str | None
     random_weights: bool
     image_features: Callable[[torch.Tensor], torch.Tensor] = field(repr=False)
-    text_features: Callable[[list[str]], torch.Tensor] = field(repr=False)
+    text_features: Callable[[list[str]], torch.Tensor] | None = field(repr=False)
     preprocess: TorchPreprocess = field(repr=False)
     module: torch.nn.Module | None = field(default=None, repr=False)
     text_batch_size: int = 256
@@ -224,6 +226,11 @@ class ClipEncoder:
                 self.name,
                 self.model_id,
             )
+
+    @property
+    def image_only(self) -> bool:
+        """True when only the image tower was built (no text tower, no tokenizer)."""
+        return self.text_features is None
 
     @property
     def dtype(self) -> torch.dtype:
@@ -255,7 +262,17 @@ class ClipEncoder:
             return _normalise(self.image_features(pixels.to(self.dtype)))
 
     def encode_text(self, texts: Sequence[str]) -> torch.Tensor:
-        """Embed strings; returns ``(M, dim)`` float32 CPU, unit norm."""
+        """Embed strings; returns ``(M, dim)`` float32 CPU, unit norm.
+
+        Raises:
+            EncoderError: not a list of strings, or the encoder was built image-only.
+        """
+        text_features = self.text_features
+        if text_features is None:
+            raise EncoderError(
+                f"encoder {self.name} was built with its image tower only (as extraction builds "
+                "it): build it with build_encoder(config) to encode text"
+            )
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise EncoderError("encode_text expects a list of strings")
         items = list(texts)
@@ -265,7 +282,7 @@ class ClipEncoder:
         with torch.inference_mode():
             for start in range(0, len(items), self.text_batch_size):
                 chunk = items[start : start + self.text_batch_size]
-                out.append(_normalise(self.text_features(chunk)))
+                out.append(_normalise(text_features(chunk)))
         return torch.cat(out)
 
 

@@ -41,6 +41,7 @@ from torch import nn
 
 from pathgls.config import EncoderConfig
 from pathgls.encoders.base import ClipEncoder
+from pathgls.encoders.image_tower import load_image_tower
 from pathgls.encoders.openclip import find_checkpoint, make_open_clip_encoder
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError
@@ -130,18 +131,24 @@ def convert_conch_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.
 def build_conch_model(model_cfg: dict[str, Any]) -> nn.Module:
     """An fp32 open_clip ``CustomTextCLIP`` with CONCH's architecture (see the module docstring)."""
     import open_clip
-    from open_clip.transformer import LayerNorm
 
     cfg = json.loads(json.dumps(model_cfg))  # deep copy
     cfg.pop("custom_text", None)
     model = open_clip.CustomTextCLIP(**cfg)
-    visual = model.visual
+    adapt_conch_visual(model.visual)
+    return model
+
+
+def adapt_conch_visual(visual: nn.Module) -> None:
+    """Make open_clip's vision tower CONCH's: the trunk norm in front of the pooler's key norm,
+    and the contrastive LayerNorm's eps (points 1 and 3 of the module docstring)."""
+    from open_clip.transformer import LayerNorm
+
     width = int(visual.conv1.out_channels)
     visual.attn_pool.ln_k = nn.Sequential(
         LayerNorm(width, eps=TRUNK_NORM_EPS), visual.attn_pool.ln_k
     )
     visual.ln_post.eps = POOL_NORM_EPS
-    return model
 
 
 def conch_tokenizer_file(location: str | Path) -> Path | None:
@@ -195,8 +202,12 @@ def _load_state(path: Path) -> dict[str, torch.Tensor]:
     return state.get("state_dict", state) if isinstance(state, dict) else state
 
 
-def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_REPO) -> ClipEncoder:
+def load_conch(
+    config: EncoderConfig, location: str, *, model_id: str = CONCH_REPO, image_only: bool = False
+) -> ClipEncoder:
     """Build CONCH from a directory holding its checkpoint.
+
+    ``image_only`` builds the image tower alone (no text tower, no tokenizer).
 
     Raises:
         ModelNotFoundError: no weights file in the directory.
@@ -214,6 +225,31 @@ def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_RE
     arch = json.loads(arch_file.read_text())
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
+    preprocess = {**arch.get("preprocess_cfg", {})}
+    preprocess.setdefault("size", arch["model_cfg"]["vision_cfg"]["image_size"])
+    source_repo, revision = hub.location_source(d)
+    if image_only:
+        tower = load_image_tower(
+            {k: v for k, v in arch["model_cfg"].items() if k != "custom_text"},
+            checkpoint,
+            label=str(config.name),
+            precision="fp32",  # then the whole tower in the model's precision, as below
+            device=torch.device("cpu"),
+            preprocess_cfg=preprocess,
+            convert=convert_conch_state_dict,
+            adapt=adapt_conch_visual,
+        )
+        tower.to(device=device, dtype=torch_dtype(precision))
+        return make_open_clip_encoder(
+            config,
+            tower,
+            None,
+            device=device,
+            precision=precision,
+            model_id=source_repo or model_id,
+            revision=revision,
+            random_weights=hub.is_random_weights(d),
+        )
     try:
         model = build_conch_model(arch["model_cfg"])
         with refusing_pickles(str(config.name), checkpoint):
@@ -222,10 +258,7 @@ def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_RE
     except (OSError, ValueError, RuntimeError, KeyError) as e:
         raise EncoderError(f"{config.name!r}: cannot load CONCH weights {checkpoint}: {e}") from e
     model.to(device=device, dtype=torch_dtype(precision))  # like HF: the whole model in fp16/bf16
-    preprocess = {**arch.get("preprocess_cfg", {})}
-    preprocess.setdefault("size", arch["model_cfg"]["vision_cfg"]["image_size"])
     open_clip.set_model_preprocess_cfg(model, preprocess)
-    source_repo, revision = hub.location_source(d)
     return make_open_clip_encoder(
         config,
         model,
@@ -243,5 +276,5 @@ def load_conch(config: EncoderConfig, location: str, *, model_id: str = CONCH_RE
     description="CONCH: CoCa ViT-B/16 (448 px), 1.17M pathology image–caption pairs (gated)",
     backend="open_clip",
 )
-def _conch(config: EncoderConfig, location: str) -> ClipEncoder:
-    return load_conch(config, location)
+def _conch(config: EncoderConfig, location: str, *, image_only: bool = False) -> ClipEncoder:
+    return load_conch(config, location, image_only=image_only)

@@ -25,9 +25,11 @@ from pathgls.errors import ConfigError
     argument="<model>",
     backend="hf_clip",
 )
-def _hf(argument: str, config: EncoderConfig) -> Encoder:
+def _hf(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
     spec = parse_encoder_spec(config.name)
-    return load_hf_clip(config, encoder_location(spec, config), model_id=spec.repo_id)
+    return load_hf_clip(
+        config, encoder_location(spec, config), model_id=spec.repo_id, image_only=image_only
+    )
 
 
 @ENCODERS.register(
@@ -37,16 +39,23 @@ def _hf(argument: str, config: EncoderConfig) -> Encoder:
     argument="hf-hub:<repo>|<path>|<arch>:<tag-or-weights-file>",
     backend="open_clip",
 )
-def _open_clip(argument: str, config: EncoderConfig) -> Encoder:
+def _open_clip(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
     spec = parse_encoder_spec(config.name)
     if spec.kind is SpecKind.OPEN_CLIP_DIR:
-        return load_open_clip_dir(config, encoder_location(spec, config), model_id=spec.repo_id)
+        location = encoder_location(spec, config)
+        return load_open_clip_dir(config, location, model_id=spec.repo_id, image_only=image_only)
     assert spec.arch is not None and spec.weights is not None
-    return load_open_clip_arch(config, arch=spec.arch, weights=spec.weights)
+    return load_open_clip_arch(config, arch=spec.arch, weights=spec.weights, image_only=image_only)
 
 
-def build_encoder(config: EncoderConfig) -> Encoder:
+def build_encoder(config: EncoderConfig, *, image_only: bool = False) -> Encoder:
     """Build the encoder named by ``config.name`` from local weights (never downloads).
+
+    Args:
+        config: Which encoder, where it runs, and in what precision.
+        image_only: Build only the image tower (no text tower, no tokenizer): what feature
+            extraction needs, for less start-up and memory. The encoder's ``encode_text`` then
+            raises :class:`~pathgls.errors.EncoderError`; Grounding needs both towers.
 
     Raises:
         UnknownNameError: the name is not registered and not a known scheme.
@@ -57,4 +66,4 @@ def build_encoder(config: EncoderConfig) -> Encoder:
     """
     if config.name is None:
         raise ConfigError("no image-text encoder named: set encoder.name (--encoder plip, ...)")
-    return ENCODERS.build(config.name, config)
+    return ENCODERS.build(config.name, config, image_only=image_only)

@@ -3,17 +3,19 @@
 The model, its tokenizer and its image-processor config are read from a local directory with
 ``local_files_only=True``; the processor config only supplies the numbers (input size, resize
 rule, mean/std) for the batched torch preprocessing of :class:`TorchPreprocess`. The tokenizer
-is loaded when text is first encoded (extraction never does: it saves the tokenizer's import
-and load); its files are checked to be there when the encoder is built.
+is loaded when text is first encoded; its files are checked to be there when the encoder is
+built. Extraction builds the image tower only (``CLIPVisionModelWithProjection`` from the same
+checkpoint: the same image features without the text tower's build, weights and tokenizer).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -23,7 +25,7 @@ from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
-from pathgls.hub.device import resolve_device, resolve_precision, torch_dtype
+from pathgls.hub.device import ResolvedPrecision, resolve_device, resolve_precision, torch_dtype
 from pathgls.hub.hf import load_checked, saved_precision
 
 logger = logging.getLogger(__name__)
@@ -85,7 +87,11 @@ def _preprocess_from_processor(location: str, image_size: int) -> TorchPreproces
 
 
 def load_hf_clip(
-    config: EncoderConfig, location: str, *, model_id: str | None = None
+    config: EncoderConfig,
+    location: str,
+    *,
+    model_id: str | None = None,
+    image_only: bool = False,
 ) -> ClipEncoder:
     """Build an encoder from a local Hugging Face ``CLIPModel`` directory.
 
@@ -93,11 +99,14 @@ def load_hf_clip(
         config: Encoder config (name, device, precision).
         location: Directory with ``config.json``, weights, tokenizer and processor config.
         model_id: Repo id to record (default: read from the directory, else the path).
+        image_only: Build the vision tower and its projection only
+            (``CLIPVisionModelWithProjection``: the same image features, no text tower, no
+            tokenizer); the encoder's ``encode_text`` then raises.
 
     Raises:
         EncoderError: the directory holds no loadable ``CLIPModel``.
     """
-    from transformers import AutoConfig, CLIPModel
+    from transformers import AutoConfig
 
     device = resolve_device(config.device)
     try:
@@ -111,26 +120,15 @@ def load_hf_clip(
             f"{config.name!r}: {location} holds a {hf_config.model_type!r} model, not a CLIPModel"
         )
     precision = resolve_precision(config.precision, device, preferred=saved_precision(hf_config))
-    model = load_checked(
-        CLIPModel, location, label=config.name, what="a CLIPModel", dtype=torch_dtype(precision)
-    )
-    tokenizer = _lazy_tokenizer(config.name, location)
-    model = model.to(device).eval()
-    image_size = int(hf_config.vision_config.image_size)
-    max_positions = int(hf_config.text_config.max_position_embeddings)
-
-    def image_features(pixels: torch.Tensor) -> torch.Tensor:
-        return _pooled(model.get_image_features(pixel_values=pixels))
-
-    def text_features(texts: list[str]) -> torch.Tensor:
-        tk = tokenizer()
-        max_len = min(int(tk.model_max_length), max_positions)
-        tok = tk(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
-        out = model.get_text_features(
-            input_ids=tok["input_ids"].to(device), attention_mask=tok["attention_mask"].to(device)
+    if image_only:
+        image_features, text_features, model = _image_tower(
+            config, location, precision, device, hf_config
         )
-        return _pooled(out)
-
+    else:
+        image_features, text_features, model = _both_towers(
+            config, location, precision, device, hf_config
+        )
+    image_size = int(hf_config.vision_config.image_size)
     source_repo, revision = hub.location_source(location)
     return ClipEncoder(
         name=config.name,
@@ -146,6 +144,81 @@ def load_hf_clip(
         preprocess=_preprocess_from_processor(location, image_size),
         module=model,
     )
+
+
+_Towers = tuple[
+    Callable[[torch.Tensor], torch.Tensor],
+    Callable[[list[str]], torch.Tensor] | None,
+    torch.nn.Module,
+]
+
+
+def _image_tower(
+    config: EncoderConfig,
+    location: str,
+    precision: ResolvedPrecision,
+    device: torch.device,
+    hf_config: Any,
+) -> _Towers:
+    from transformers import CLIPVisionModelWithProjection
+
+    class VisionTower(CLIPVisionModelWithProjection):
+        # the checkpoint is a whole CLIPModel: its text weights are left unread, not reported
+        _keys_to_ignore_on_load_unexpected: ClassVar[list[str]] = [
+            r"^text_model\.",
+            r"^text_projection\.",
+            r"^logit_",
+        ]
+
+    # the vision config of the CLIPModel, with the projection size of the joint space (a
+    # CLIPConfig keeps it at the top level, and CLIPVisionConfig's own default is 512)
+    vision_config = copy.deepcopy(hf_config.vision_config)
+    vision_config.projection_dim = int(hf_config.projection_dim)
+    model = load_checked(
+        VisionTower,
+        location,
+        label=config.name,
+        what="the vision tower of a CLIPModel",
+        dtype=torch_dtype(precision),
+        config=vision_config,
+    )
+    model = model.to(device).eval()
+
+    def image_features(pixels: torch.Tensor) -> torch.Tensor:
+        return model(pixel_values=pixels).image_embeds
+
+    return image_features, None, model
+
+
+def _both_towers(
+    config: EncoderConfig,
+    location: str,
+    precision: ResolvedPrecision,
+    device: torch.device,
+    hf_config: Any,
+) -> _Towers:
+    from transformers import CLIPModel
+
+    model = load_checked(
+        CLIPModel, location, label=config.name, what="a CLIPModel", dtype=torch_dtype(precision)
+    )
+    tokenizer = _lazy_tokenizer(config.name, location)
+    model = model.to(device).eval()
+    max_positions = int(hf_config.text_config.max_position_embeddings)
+
+    def image_features(pixels: torch.Tensor) -> torch.Tensor:
+        return _pooled(model.get_image_features(pixel_values=pixels))
+
+    def text_features(texts: list[str]) -> torch.Tensor:
+        tk = tokenizer()
+        max_len = min(int(tk.model_max_length), max_positions)
+        tok = tk(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+        out = model.get_text_features(
+            input_ids=tok["input_ids"].to(device), attention_mask=tok["attention_mask"].to(device)
+        )
+        return _pooled(out)
+
+    return image_features, text_features, model
 
 
 #: Files one of which a Hugging Face tokenizer directory holds.
@@ -187,5 +260,5 @@ def _lazy_tokenizer(label: str | None, location: str) -> Callable[[], Any]:
     description="PLIP: CLIP ViT-B/32 fine-tuned on OpenPath pathology image–text pairs",
     backend="hf_clip",
 )
-def _plip(config: EncoderConfig, location: str) -> ClipEncoder:
-    return load_hf_clip(config, location, model_id=model_card("plip").repo)
+def _plip(config: EncoderConfig, location: str, *, image_only: bool = False) -> ClipEncoder:
+    return load_hf_clip(config, location, model_id=model_card("plip").repo, image_only=image_only)

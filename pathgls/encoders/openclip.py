@@ -11,6 +11,7 @@ when they are built; with ``HF_HUB_OFFLINE=1`` and no cached copy they fail with
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ import torch
 
 from pathgls.config import EncoderConfig
 from pathgls.encoders.base import ClipEncoder, TorchPreprocess
+from pathgls.encoders.image_tower import ImageTower, load_image_tower
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError, UnknownNameError
 from pathgls.hub import store as hub
@@ -70,6 +72,8 @@ def preprocess_from_model(model: torch.nn.Module) -> TorchPreprocess:
 
 
 def _embed_dim(model: torch.nn.Module) -> int:
+    if isinstance(model, ImageTower):
+        return model.embed_dim
     text = getattr(model, "text", None)
     if text is not None and getattr(text, "output_dim", None):
         return int(text.output_dim)
@@ -84,7 +88,7 @@ def _embed_dim(model: torch.nn.Module) -> int:
 def make_open_clip_encoder(
     config: EncoderConfig,
     model: torch.nn.Module,
-    tokenize: Callable[[list[str]], torch.Tensor],
+    tokenize: Callable[[list[str]], torch.Tensor] | None,
     *,
     device: torch.device,
     precision: str,
@@ -92,14 +96,21 @@ def make_open_clip_encoder(
     revision: str | None,
     random_weights: bool,
 ) -> ClipEncoder:
-    """Wrap a loaded open_clip model (``encode_image``, ``encode_text``) as a ClipEncoder."""
+    """Wrap a loaded open_clip model (``encode_image``, ``encode_text``) as a ClipEncoder.
+
+    An :class:`~pathgls.encoders.image_tower.ImageTower` (with ``tokenize`` None) makes an
+    image-only encoder.
+    """
     model = model.eval()
 
     def image_features(pixels: torch.Tensor) -> torch.Tensor:
         return model.encode_image(pixels)
 
     def text_features(texts: list[str]) -> torch.Tensor:
+        assert tokenize is not None  # never called on an image-only encoder
         return model.encode_text(tokenize(texts).to(device))
+
+    image_only = tokenize is None or isinstance(model, ImageTower)
 
     preprocess = preprocess_from_model(model)
     dim = _embed_dim(model)
@@ -113,7 +124,7 @@ def make_open_clip_encoder(
         revision=revision,
         random_weights=random_weights,
         image_features=image_features,
-        text_features=text_features,
+        text_features=None if image_only else text_features,
         preprocess=preprocess,
         module=model,
     )
@@ -136,10 +147,39 @@ def _create(
     return model, device, precision
 
 
+def _create_image_tower(
+    config: EncoderConfig,
+    label: str,
+    *,
+    model_cfg: dict[str, Any],
+    checkpoint: Path,
+    preprocess_cfg: dict[str, Any],
+    quick_gelu: bool = False,
+) -> tuple[torch.nn.Module, torch.device, str]:
+    device = resolve_device(config.device)
+    precision = resolve_precision(config.precision, device)
+    tower = load_image_tower(
+        model_cfg,
+        checkpoint,
+        label=f"{config.name} ({label})",
+        precision=precision,
+        device=device,
+        preprocess_cfg=preprocess_cfg,
+        quick_gelu=quick_gelu,
+    )
+    return tower, device, precision
+
+
 def load_open_clip_dir(
-    config: EncoderConfig, location: str, *, model_id: str | None = None
+    config: EncoderConfig,
+    location: str,
+    *,
+    model_id: str | None = None,
+    image_only: bool = False,
 ) -> ClipEncoder:
     """Build an encoder from a directory with ``open_clip_config.json`` and a weights file.
+
+    ``image_only`` builds the image tower alone (no text tower, no tokenizer).
 
     Raises:
         ModelNotFoundError: the directory has no config or no weights.
@@ -154,11 +194,30 @@ def load_open_clip_dir(
         raise ModelNotFoundError(
             f"{config.name!r}: {d} has an open_clip config but no weights file"
         )
-    model, device, precision = _create(config, str(d), model_name=f"local-dir:{d}")
-    try:
-        tokenizer = open_clip.get_tokenizer(f"local-dir:{d}")
-    except (OSError, ValueError, RuntimeError) as e:
-        raise EncoderError(f"{config.name!r}: cannot load the tokenizer of {d}: {e}") from e
+    tokenizer: Callable[[list[str]], torch.Tensor] | None = None
+    if image_only:
+        try:
+            saved = json.loads((d / "open_clip_config.json").read_text(encoding="utf-8"))
+            model_cfg = saved["model_cfg"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise EncoderError(
+                f"{config.name!r}: no model_cfg in {d / 'open_clip_config.json'}: {e}"
+            ) from e
+        checkpoint = find_checkpoint(d)
+        assert checkpoint is not None  # checked above
+        model, device, precision = _create_image_tower(
+            config,
+            str(d),
+            model_cfg=model_cfg,
+            checkpoint=checkpoint,
+            preprocess_cfg=saved.get("preprocess_cfg") or {},
+        )
+    else:
+        model, device, precision = _create(config, str(d), model_name=f"local-dir:{d}")
+        try:
+            tokenizer = open_clip.get_tokenizer(f"local-dir:{d}")
+        except (OSError, ValueError, RuntimeError) as e:
+            raise EncoderError(f"{config.name!r}: cannot load the tokenizer of {d}: {e}") from e
     source_repo, revision = hub.location_source(d)
     return make_open_clip_encoder(
         config,
@@ -172,10 +231,13 @@ def load_open_clip_dir(
     )
 
 
-def load_open_clip_arch(config: EncoderConfig, *, arch: str, weights: str) -> ClipEncoder:
+def load_open_clip_arch(
+    config: EncoderConfig, *, arch: str, weights: str, image_only: bool = False
+) -> ClipEncoder:
     """Build a built-in open_clip architecture with a local weights file or a pretrained tag.
 
     A tag is resolved to its Hugging Face repo and looked up locally, never downloaded.
+    ``image_only`` builds the image tower alone (no text tower, no tokenizer).
 
     Raises:
         UnknownNameError: unknown architecture or tag.
@@ -219,14 +281,25 @@ def load_open_clip_arch(config: EncoderConfig, *, arch: str, weights: str) -> Cl
         model_id = f"{arch}:{weights}"
         kwargs["force_quick_gelu"] = bool(tag_cfg.get("quick_gelu", False))
         kwargs["force_preprocess_cfg"] = {k: tag_cfg[k] for k in _PREPROCESS_KEYS if k in tag_cfg}
-    model, device, precision = _create(
-        config, f"{arch} with {checkpoint}", model_name=arch, pretrained=str(checkpoint), **kwargs
-    )
+    label = f"{arch} with {checkpoint}"
+    if image_only:
+        model, device, precision = _create_image_tower(
+            config,
+            label,
+            model_cfg=open_clip.get_model_config(arch),
+            checkpoint=checkpoint,
+            preprocess_cfg=kwargs.get("force_preprocess_cfg", {}),
+            quick_gelu=kwargs.get("force_quick_gelu", False),
+        )
+    else:
+        model, device, precision = _create(
+            config, label, model_name=arch, pretrained=str(checkpoint), **kwargs
+        )
     _, revision = hub.location_source(checkpoint)
     return make_open_clip_encoder(
         config,
         model,
-        open_clip.get_tokenizer(arch),
+        None if image_only else open_clip.get_tokenizer(arch),
         device=device,
         precision=precision,
         model_id=model_id,
@@ -240,5 +313,7 @@ def load_open_clip_arch(config: EncoderConfig, *, arch: str, weights: str) -> Cl
     description="QuiltNet: open_clip ViT-B/32 trained on Quilt-1M histopathology video frames",
     backend="open_clip",
 )
-def _quiltnet(config: EncoderConfig, location: str) -> ClipEncoder:
-    return load_open_clip_dir(config, location, model_id=model_card("quiltnet").repo)
+def _quiltnet(config: EncoderConfig, location: str, *, image_only: bool = False) -> ClipEncoder:
+    return load_open_clip_dir(
+        config, location, model_id=model_card("quiltnet").repo, image_only=image_only
+    )

@@ -12,7 +12,9 @@ model location is a repo id (``org/name[@revision]``) or an explicit local path 
 - ``open_clip:<arch>:<pretrained-tag-or-weights-file>``: a built-in open_clip architecture.
 
 :func:`parse_encoder_spec` is the only place where an encoder name is taken apart; the
-``hf`` and ``open_clip`` entries are registered by :mod:`pathgls.encoders.factory`.
+``hf`` and ``open_clip`` entries are registered by :mod:`pathgls.encoders.factory`. Every
+factory takes ``(argument, config, *, image_only=False)``; ``image_only`` builds the image tower
+alone (what extraction needs).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
     from pathgls.config import EncoderConfig
     from pathgls.encoders.base import Encoder
 
-#: A named model's loader builds an encoder from the config and the local model directory.
-EncoderLoader = Callable[["EncoderConfig", str], "Encoder"]
+#: A named model's loader builds an encoder from the config and the local model directory;
+#: called as ``loader(config, location, image_only=...)`` (True: the image tower only).
+EncoderLoader = Callable[..., "Encoder"]
 
 #: Every encoder name: factories ``(argument, config) -> Encoder``.
 ENCODERS: Registry[Encoder] = Registry("encoder")
@@ -90,7 +93,8 @@ class EncoderSpec:
 def register_encoder(
     name: str, *, description: str, backend: str
 ) -> Callable[[EncoderLoader], EncoderLoader]:
-    """Register a named model's loader ``(config, location) -> Encoder`` under ``name``.
+    """Register a named model's loader ``(config, location, *, image_only) -> Encoder`` under
+    ``name`` (``image_only``: build the image tower alone, no text tower or tokenizer).
 
     The weights are those of the model card ``name`` (its repo, found locally by
     :func:`pathgls.hub.store.resolve_model`); the card is read when the encoder is built.
@@ -105,11 +109,11 @@ def register_encoder(
     """
 
     def deco(loader: EncoderLoader) -> EncoderLoader:
-        def factory(argument: str, config: EncoderConfig) -> Encoder:
+        def factory(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
             del argument  # a named model takes none (the registry refuses one)
             spec = parse_encoder_spec(config.name)
             location = encoder_location(spec, config)
-            return loader(config, location)
+            return loader(config, location, image_only=image_only)
 
         ENCODERS.register(name, description=description, backend=backend, card=name)(factory)
         return loader

@@ -80,6 +80,7 @@ def load_checked(
     head_hint: str = "",
     dtype: Any = None,
     error: type[PathGLSError] = EncoderError,
+    config: Any = None,
 ) -> Any:
     """``model_class.from_pretrained(location)`` from local files, checked.
 
@@ -92,6 +93,7 @@ def load_checked(
             NLI head?").
         dtype: torch dtype to load in (None: the checkpoint's).
         error: the pathgls error class to raise.
+        config: the model config to build (None: the checkpoint's ``config.json``).
 
     Raises:
         PathGLSError: ``error`` when loading fails, weights are missing, or the checkpoint is a
@@ -100,6 +102,8 @@ def load_checked(
     kwargs: dict[str, Any] = {"local_files_only": True, "output_loading_info": True}
     if dtype is not None:
         kwargs["dtype"] = dtype
+    if config is not None:
+        kwargs["config"] = config
     try:
         with quiet_loading(), refusing_pickles(label, location, error=error):
             model, info = model_class.from_pretrained(location, **kwargs)
