@@ -126,6 +126,11 @@ class NoSlidesFoundError(SlideError):
     """A directory was given that holds no slide or image pathgls can read."""
 
 
+class SlideIdentityError(SlideError):
+    """A slide file is not the one a bag, a patches file or a ScoreCard was made from (another
+    file under the same name, or the file changed): the message names both identities."""
+
+
 # -- features, encoders -------------------------------------------------------------------------
 
 
