@@ -7,7 +7,13 @@ Issue 36 adds received run folders (a manifest source of ``/``, links inside a r
 (``/dev/zero``, 60 GB sparse files, 200,000-deep brackets, 100,000 rows, an endless pipe, a body
 that never ends, 6,000 entities in one clause: **bounded**), API keys a header cannot carry, an
 ASCII console, 2,100 nested folders, ``RUN/cache`` a file, truncated bodies (**errors**) and
-cards edited to impossible values (**silent**).
+cards edited to impossible values (**silent**). Its last round (``--round5``) adds a heat map
+drawn over another slide of the same name, over the slide edited in place or cut short, and with
+``--force``, and a run report over a replaced item (**silent**); Ray addresses nothing listens
+on, an unknown host, a listener that is not a Ray head, and SIGTERM while connecting
+(**bounded**); damaged JPEG tiles (garbage, in the probe tile, an unsupported marker, truncated)
+and the extraction of a slide with one (**silent**); hidden names on the console and line breaks
+in a name against the run log (**names**).
 
 Classes: **security** (bags that point elsewhere, links planted in a run directory, a report
 that embeds what a card names, secrets in URLs and in model answers, forged judge prompts,
@@ -16,14 +22,15 @@ results without an error: overflowing weights, an output inside the input), **bo
 and unbounded allocations: huge declared slides and bags, quadratic placement, buffer settings,
 a Ray cluster that dies) and **errors** (what used to end in a traceback or a crash: a full or
 read-only disk, pickled weights, deep JSON, lone surrogates, overflowing timeouts, UTF-16
-configs, non-text revisions, missing filters, string features, 2^60-byte and damaged tiles).
+configs, non-text revisions, missing filters, string features, 2^60-byte tiles).
 
 Every case runs in a forked child with a deadline (a hang is a failure, not a stuck benchmark),
 on files it builds in a temporary folder (``pathgls.testing.hostile`` of this checkout, and the
 real tiles of the shared data). ``--pathgls DIR`` runs the same catalogue against another
 checkout (e.g. ``/work/main``) to see which cases held before; only APIs both have are used.
 
-Usage: ``python benchmarks/bench_hostile.py [--pathgls DIR] [--only WORD] [--no-ray]``.
+Usage: ``python benchmarks/bench_hostile.py [--pathgls DIR] [--only WORD] [--no-ray]
+[--issue36 | --round5]``.
 Seconds are printed for information (this machine, shared CPU); the exit status is 1 when a
 case failed.
 """
@@ -1470,14 +1477,18 @@ def main() -> None:
     print(f"{'class':<9} {'case':<42} {'result':<7} {'s':>6}  what was seen")
     tally: dict[str, list[int]] = {}
     first = ROUND5_FROM if args.round5 else ISSUE36_FROM if args.issue36 else 0
-    os.environ["PATHGLS_HOSTILE_CACHE"] = tempfile.mkdtemp(prefix="pathgls-hostile-cache-")
-    for klass, name, deadline, fn in CASES[first:]:
-        if args.only not in name or (args.no_ray and "ray" in name):
-            continue
-        result, seen, seconds = run_case(fn, deadline)
-        counts = tally.setdefault(klass, [0, 0])
-        counts[result != "held"] += 1
-        print(f"{klass:<9} {name:<42} {result:<7} {seconds:6.1f}  {seen}", flush=True)
+    cache = tempfile.mkdtemp(prefix="pathgls-hostile-cache-")  # the CMU bag, built once
+    os.environ["PATHGLS_HOSTILE_CACHE"] = cache
+    try:
+        for klass, name, deadline, fn in CASES[first:]:
+            if args.only not in name or (args.no_ray and "ray" in name):
+                continue
+            result, seen, seconds = run_case(fn, deadline)
+            counts = tally.setdefault(klass, [0, 0])
+            counts[result != "held"] += 1
+            print(f"{klass:<9} {name:<42} {result:<7} {seconds:6.1f}  {seen}", flush=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     print()
     for klass, (held, failed) in tally.items():
         print(f"{klass:<9} held {held}, failed {failed}")
