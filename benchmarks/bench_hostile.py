@@ -1223,7 +1223,8 @@ def _report_replaced(tmp: Path) -> tuple[bool, str]:
     out = _captioner_run(tmp, "a.png")
     src = tmp / "src"
     (src / "a.png").unlink()
-    (src / "a.png").symlink_to(sorted(TILES.glob("tissue-*.png"))[1].resolve())
+    other = next(t for t in sorted(TILES.glob("tissue-*.png")) if t.name != ROI.name)
+    (src / "a.png").symlink_to(other.resolve())  # another picture under the item's name
     page = tmp / "r.html"
     code, _ = cli("report", str(out), "--out", str(page), "--source", str(src))
     html = page.read_text() if page.is_file() else ""
