@@ -114,6 +114,24 @@ class SlideReadError(SlideError):
     """The slide opened, but its pixels cannot be read."""
 
 
+class DamagedTileError(SlideReadError):
+    """A JPEG tile pathgls's strict decoder refuses (libjpeg reports corrupt data): the slide is
+    refused rather than read through OpenSlide, which decodes such a tile without a word.
+    ``level`` and ``tile`` (index, column, row) name it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        level: int | None = None,
+        tile: tuple[int, int, int] | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.level = level
+        self.tile = tile
+
+
 class ResolutionError(SlideError):
     """The slide's resolution does not allow patches at the target magnification."""
 
@@ -124,6 +142,11 @@ class MissingResolutionError(ResolutionError):
 
 class NoSlidesFoundError(SlideError):
     """A directory was given that holds no slide or image pathgls can read."""
+
+
+class SlideIdentityError(SlideError):
+    """A slide file is not the one a bag, a patches file or a ScoreCard was made from (another
+    file under the same name, or the file changed): the message names both identities."""
 
 
 # -- features, encoders -------------------------------------------------------------------------

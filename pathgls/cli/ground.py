@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.table import Table
 from pathgls.cli import preflight
 from pathgls.cli.common import fail
 from pathgls.config import PathGLSConfig
-from pathgls.errors import PathGLSError
+from pathgls.errors import PathGLSError, SlideIdentityError
 from pathgls.io.sanitize import markup_text as escape
 from pathgls.io.sniff import read_text_bytes
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pathgls.features.session import SlideSession
 
 Opt = typer.Option
+log = logging.getLogger(__name__)
 
 
 def register(app: typer.Typer) -> None:
@@ -89,6 +91,14 @@ def ground(
         Opt(help="PNG path of the heat map (default runs/ground/<report>-<entity>.png)."),
     ] = None,
     thumbnail_size: Annotated[int, Opt(help="Longest side of the heat-map thumbnail.")] = 1024,
+    force: Annotated[
+        bool,
+        Opt(
+            "--force",
+            help="Use --slide (or the slide path the bag records) even when it is not the file "
+            "the bag was made from (its size or SHA-256 differ); a warning says so.",
+        ),
+    ] = False,
     as_json: Annotated[bool, Opt("--json", help="Print the ModuleScore as JSON.")] = False,
 ) -> None:
     """Grounding score S_g: is every visual finding of the report seen in the slide or ROI?"""
@@ -112,6 +122,7 @@ def ground(
             region=None if region is None else _parse_region(region),
             heatmap=heatmap is not None,
             thumbnail_size=thumbnail_size,
+            force=force,
         )
         cfg = _config(
             config=config,
@@ -179,6 +190,7 @@ class GroundRequest:
     region: tuple[int, int, int, int] | None = None  # x, y, width, height in level-0 px
     heatmap: bool = False  # keep per-patch values and a background for a heat map
     thumbnail_size: int = 1024
+    force: bool = False  # a slide that is not the bag's is used anyway, with a warning
 
 
 @dataclass(frozen=True)
@@ -253,6 +265,8 @@ def run_ground(request: GroundRequest, cfg: PathGLSConfig) -> tuple[Any, Backgro
                 if request.slide is not None
                 else None
             )
+            if session is not None:  # the bag's own slide, or refused (or --force, said)
+                same_slide(request.bag, session.path, given="--slide", force=request.force)
             size = session.dimensions if session is not None else None
             src = stack.enter_context(open_bag_source(request.bag, slide_size=size))
             result = ground_report(
@@ -312,18 +326,42 @@ def _slide_thumbnail(
                 f"in the bag ({recorded or 'none'}); pass --slide"
             )
         slide = Path(recorded)
+        same_slide(src.path, slide, given="the slide recorded in the bag", force=request.force)
     with session_for(slide, tiling=cfg.tiling, mpp=cfg.run.mpp) as recorded_session:
         return _thumbnail_of(recorded_session, request, src)
+
+
+def same_slide(bag: Path, slide: Path, *, given: str, force: bool) -> None:
+    """``slide`` must be the file ``bag`` was made from (size, SHA-256: the bag's attributes).
+
+    With ``force`` another file is used, and a warning (console and run log) names both.
+
+    Raises:
+        SlideIdentityError: another file (the message names both identities), without ``force``.
+    """
+    from pathgls.features.bags import validate_bag
+    from pathgls.tiling.identity import require_same
+
+    meta = validate_bag(bag)
+    try:
+        check = require_same(slide, meta.slide_identity(), made=f"the bag {bag}", given=given)
+    except SlideIdentityError as e:
+        if not force:
+            raise SlideIdentityError(f"{e}; pass --force to draw it anyway", path=e.path) from e
+        log.warning("--force: %s", e)
+        return
+    if check.reason == "no identity recorded" and Path(slide).stem != meta.slide_name:
+        message = f"{given} {slide} is {Path(slide).stem!r}, the bag is of {meta.slide_name!r}"
+        if not force:
+            raise SlideIdentityError(f"{message}; pass --force to draw it anyway", path=str(slide))
+        log.warning("--force: %s", message)
 
 
 def _thumbnail_of(
     session: SlideSession, request: GroundRequest, src: Any
 ) -> tuple[np.ndarray, tuple[int, int]]:
-    """The session's slide thumbnail and level-0 size, once the slide is the bag's."""
-    if session.reader.name != src.name:
-        raise PathGLSError(
-            f"--slide {session.path} is {session.reader.name!r}, the bag is of {src.name!r}"
-        )
+    """The session's slide thumbnail and level-0 size (the slide is checked by
+    :func:`same_slide` before)."""
     return session.thumbnail(request.thumbnail_size), session.dimensions
 
 

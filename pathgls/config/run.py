@@ -68,6 +68,10 @@ class RunConfig:
     # without a live node (or that does not answer) for as long again ends the run (manifest
     # "failed"). Below 30: Ray itself ends a driver that cannot reach its head for 60 s.
     ray_health_s: float = 20.0
+    # Seconds for the Ray head at `address` to answer a connection (a TCP and HTTP/2 probe
+    # before ray.init); beyond it the run fails naming the address (Ray alone retries for
+    # minutes and holds SIGTERM meanwhile).
+    ray_connect_s: float = 30.0
     # TSV of reference reports (item_id<TAB>reference) for HARE and the report-side module;
     # a run stores it as an absolute path, so its config.toml repeats the run with them.
     references: str | None = None
@@ -98,6 +102,7 @@ class RunConfig:
         if self.workers is not None:
             in_range("workers", self.workers, 1, MAX_RAY_WORKERS)
         in_range("ray_health_s", self.ray_health_s, 1, MAX_TIMEOUT_S)
+        in_range("ray_connect_s", self.ray_connect_s, 0.1, MAX_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ import numpy as np
 
 from pathgls.errors import BagError
 from pathgls.features.bag_checks import DATASETS, check_coords, check_storage
+from pathgls.tiling.identity import FileIdentity
 
 PARTIAL_SUFFIX = ".partial"
 _PLANNED = "_planned_coords"  # internal dataset of partial files: the coordinates to write
@@ -113,6 +114,16 @@ class BagMeta:
     def has_windows(self) -> bool:
         """Whether the bag stores HighRes ``window_features`` (Grounding needs them)."""
         return self.views != "patch"
+
+    def slide_identity(self) -> FileIdentity:
+        """The identity of the slide the bag was made from (size and hashes; 0 / "" where an
+        older bag did not record them)."""
+        return FileIdentity(
+            size=int(self.slide_size),
+            mtime_ns=int(self.slide_mtime_ns),
+            header_sha256=str(self.slide_header_sha256),
+            sha256=str(self.slide_sha256),
+        )
 
     def mismatches(self, other: BagMeta) -> list[str]:
         """Names of identity fields that differ, as ``name: mine != theirs``."""

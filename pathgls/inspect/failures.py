@@ -148,14 +148,23 @@ def _item_image(
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """``(thumbnail, level-0 or image size (w, h))`` of the card's slide or ROI.
 
-    Only an item of the run is opened (:func:`~pathgls.inspect.paths.item_path`).
+    Only an item of the run is opened (:func:`~pathgls.inspect.paths.item_path`), and only when
+    it is the file the card was scored on (the ``slide_identity`` the card stores: another file
+    under the same name, or a changed one, would get the card's heat map drawn over it).
+
+    Raises:
+        SlideIdentityError: the file is not the one scored (the message names both).
     """
     from PIL import Image
 
     from pathgls.grounding.sources import load_roi_image
+    from pathgls.tiling.identity import FileIdentity, require_same
     from pathgls.tiling.slides import open_slide
 
     path = item_path(card.inputs.get("item"), run_dir=run_dir, sources=sources)
+    stored = FileIdentity.from_dict(card.inputs.get("slide_identity") or {})
+    if stored is not None:
+        require_same(path, stored, made=f"ScoreCard {card.item_id}", given="the item")
     if card.inputs.get("kind") == "roi":
         im = Image.fromarray(load_roi_image(path))
         size = im.size
@@ -274,8 +283,9 @@ def grounding_figure(
     if bad:
         return _message_figure(_title(card), f"grounding evidence unreadable: {bad}", thumb)
     if g is None or g.value is None or chosen is None:
-        why = "not run" if g is None else (g.missing_reason or "no grounded entity")
-        return _message_figure(_title(card), f"grounding missing: {why}", thumb)
+        missing = "not run" if g is None else (g.missing_reason or "no grounded entity")
+        also = f"; {why}" if why else ""  # never a picture's refusal left unsaid
+        return _message_figure(_title(card), f"grounding missing: {missing}{also}", thumb)
     if thumb is None:
         return _message_figure(_title(card), why, None)
     phrase = chosen.phrase

@@ -42,6 +42,7 @@ from typing import Any
 from pathgls.config import PathGLSConfig
 from pathgls.errors import ClusterError, ConfigError, PathGLSError
 from pathgls.runner.local import ResultFn, Task
+from pathgls.runner.ray_connect import probe_address
 from pathgls.runner.store import ResultsStore
 from pathgls.types import ScoreCard
 
@@ -132,7 +133,9 @@ def run_ray(
     most the number of tasks and of the CPUs or GPUs the cluster has).
 
     Raises:
-        ConfigError: Ray is not installed, or the cluster cannot be reached.
+        ConfigError: Ray is not installed, or it cannot start.
+        ClusterError: the cluster at ``config.run.address`` cannot be reached within
+            ``config.run.ray_connect_s`` (:mod:`pathgls.runner.ray_connect`).
         ModelNotFoundError, ConfigError, PathGLSError: a worker could not load the models.
     """
     ray = _import_ray()
@@ -148,16 +151,17 @@ def run_ray(
         if address is None and workers:
             # a local instance honours the workers asked for, even above the cores
             options["num_cpus"] = max(workers * CPUS_PER_WORKER, os.cpu_count() or 1)
+        options |= {
+            "include_dashboard": False,
+            "logging_level": logging.WARNING,
+            "log_to_driver": False,
+            # workers import the same pathgls as the driver (editable installs included)
+            "runtime_env": {"env_vars": {"TOKENIZERS_PARALLELISM": "false"}},
+        }
         try:
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                logging_level=logging.WARNING,
-                log_to_driver=False,
-                # workers import the same pathgls as the driver (editable installs included)
-                runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}},
-                **options,
-            )
+            if address is not None:  # a head answers within run.ray_connect_s, or an error
+                probe_address(address, seconds=config.run.ray_connect_s)
+            ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise ConfigError(f"cannot start or reach Ray at {address or 'local'}: {e}") from e
     try:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pathgls.errors import SlideError
+from pathgls.errors import SlideError, SlideIdentityError
 from pathgls.io.checksums import file_sha256
 
 #: Bytes read from each end of a non-TIFF file for its header hash.
@@ -273,3 +273,56 @@ def check_identity(
     if cheap_same:
         return IdentityCheck("same", now, hashed=True)
     return IdentityCheck("touched", now, "modified time changed, content the same", hashed=True)
+
+
+def describe(identity: FileIdentity) -> str:
+    """``"2,345,678 bytes, SHA-256 0123456789abcdef…"`` (the header hash when no full hash is
+    known; "unknown" parts said as such)."""
+    if identity.sha256:
+        digest = f"SHA-256 {identity.sha256[:16]}…"
+    elif identity.header_sha256:
+        digest = f"header SHA-256 {identity.header_sha256[:16]}…"
+    else:
+        digest = "no hash recorded"
+    return f"{identity.size:,} bytes, {digest}"
+
+
+def require_same(
+    path: str | os.PathLike[str], stored: FileIdentity, *, made: str, given: str = "the slide"
+) -> IdentityCheck:
+    """``path`` must be the file ``stored`` describes; its :class:`IdentityCheck` when it is.
+
+    A stored identity without size or hashes (an older record) cannot tell and is accepted. The
+    size and header are compared first; the whole file is hashed only when they agree but the
+    mtime does not, and when the file differs (so the error can name its SHA-256).
+
+    Args:
+        path: The file given now.
+        stored: What was recorded when ``made`` was made from it.
+        made: What was made from the recorded file, for the message (``"the bag b.h5"``).
+        given: How the file was given, for the message (``"--slide"``).
+
+    Raises:
+        SlideIdentityError: another file (the message names both identities and why).
+        SlideError: the file cannot be read.
+    """
+    if not stored.size or not (stored.sha256 or stored.header_sha256):
+        return IdentityCheck("same", file_identity(path, full=False), "no identity recorded")
+    if stored.header_sha256:
+        check = check_identity(path, stored)
+    else:  # only size and full hash recorded
+        now = file_identity(path, full=True)
+        same = now.size == stored.size and now.sha256 == stored.sha256
+        check = IdentityCheck("same" if same else "changed", now, "", hashed=True)
+    if check.reusable:
+        return check
+    now = check.current
+    if not now.sha256:
+        now = replace(now, header_sha256=now.header_sha256 or header_sha256(path))
+        now = replace(now, sha256=full_sha256(path))
+    raise SlideIdentityError(
+        f"{given} {path} is not the slide {made} was made from: that one was "
+        f"{describe(stored)}; this one is {describe(now)}"
+        + (f" ({check.reason})" if check.reason else ""),
+        path=str(path),
+    )

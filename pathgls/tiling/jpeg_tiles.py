@@ -23,12 +23,17 @@ parser, which held the GIL for about half of each decode). Pillow's ``draft`` gi
 pixels (tested) but is only used when asked for by name: it decodes a damaged tile that libjpeg
 warns about ("Corrupt JPEG data") without a word, where OpenSlide and ``simplejpeg`` refuse it.
 
-**One decode policy.** Whether a tile can be read is OpenSlide's decision, whatever the path:
-``simplejpeg`` treats libjpeg's warnings as errors, as OpenSlide does, and a tile it refuses is
-handed back to OpenSlide (:meth:`JpegTiles.read` raises, the reader then reads the region
-through OpenSlide), which refuses it with its own error or reads it. A level simplejpeg cannot
-probe is read through OpenSlide; a level whose tile offsets or byte counts point outside the
-file (a 2^60-byte tile) is never decoded here. An
+**Damaged tiles are refused.** ``simplejpeg`` treats libjpeg's warnings ("Corrupt JPEG data:
+53 extraneous bytes before marker") as errors; OpenSlide does not, and decodes such a tile
+into whatever the damaged stream gives. So a tile of a probed level that simplejpeg refuses is
+not handed to OpenSlide (that gave a bag of garbage pixels, exit 0, no word): :meth:`JpegTiles.read`
+raises :class:`~pathgls.errors.DamagedTileError` naming the tile (index, column, row), and the
+reader adds the level and the level-0 place. The probe tries up to :data:`PROBE_TILES` tiles, so
+a damaged first tile does not send the whole level to OpenSlide; a level none of whose tried
+tiles decodes is read through OpenSlide with a warning that says so. A level whose tile offsets
+or byte counts point outside the file (a 2^60-byte tile) is never decoded here. With
+``tiling.scaled_decode = false`` pathgls does not decode tiles at all: OpenSlide alone decides.
+An
 RGB-coded level (TIFF photometric RGB, as Aperio writes) gets an Adobe APP14 marker with
 transform 0, which tells libjpeg the components are R, G, B and not to convert them — what
 OpenSlide does by setting the JPEG colour space itself.
@@ -53,6 +58,8 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
+from pathgls.errors import DamagedTileError
+
 try:  # libjpeg-turbo without Pillow's Python marker parsing; Pillow's draft() otherwise
     import simplejpeg
 except ImportError:  # pragma: no cover - simplejpeg is a declared dependency
@@ -69,6 +76,8 @@ _RGB, _YCBCR = 2, 6  # TIFF PhotometricInterpretation
 #: Mean absolute difference (grey levels) to OpenSlide on the probe tile above which the fast
 #: path is refused for a level (a colour-space or layout mismatch gives tens of levels).
 PROBE_TOLERANCE = 2.0
+#: Full tiles the probe tries before a level is given to OpenSlide (a damaged first tile).
+PROBE_TILES = 4
 #: Adobe APP14 marker, transform 0: the three components are R, G, B (no colour conversion).
 _ADOBE_RGB = b"\xff\xee\x00\x0eAdobe\x00\x64\x00\x00\x00\x00\x00"
 Decoder = Literal["simplejpeg", "pillow"]
@@ -162,7 +171,14 @@ class JpegTiles:
             try:
                 agreement = tiles._agreement(reference)
             except Exception as e:
-                log.debug("%s: scaled JPEG decoding (%s) failed its probe (%s)", path, name, e)
+                log.warning(
+                    "%s: pathgls's strict JPEG decoder (%s) refuses the %d×%d level (%s); it is "
+                    "read through OpenSlide, which decodes damaged tiles without a word",
+                    path,
+                    name,
+                    *level_dimensions,
+                    e,
+                )
                 agreement = None
             if agreement is not None and agreement <= PROBE_TOLERANCE:
                 return tiles
@@ -239,7 +255,16 @@ class JpegTiles:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        tile = self._decode(key[0], factor)
+        try:
+            tile = self._decode(key[0], factor)
+        except (ValueError, OSError) as e:
+            if isinstance(e, OSError) and e.errno:
+                raise  # the file could not be read (I/O): not the tile's data
+            raise DamagedTileError(
+                f"{self.path}: JPEG tile {key[0]} (column {tx}, row {ty}) is damaged: {e}",
+                path=self.path,
+                tile=(key[0], tx, ty),
+            ) from e
         with self._lock:
             self._cache[key] = tile
             if len(self._cache) > self._cache_tiles:
@@ -280,15 +305,31 @@ class JpegTiles:
     def _agreement(
         self, reference: Callable[[tuple[int, int], tuple[int, int]], np.ndarray]
     ) -> float | None:
-        """Mean absolute difference to OpenSlide on the first written full tile."""
+        """Mean absolute difference to OpenSlide on the first written full tile that decodes
+        (of the first :data:`PROBE_TILES`; a damaged tile is refused when it is read).
+
+        Raises:
+            ValueError, OSError: none of the tiles tried decodes (the last error).
+        """
         lv = self._level
+        failed: Exception | None = None
+        tried = 0
         for index, count in enumerate(lv.counts):
             tx, ty = index % lv.tiles_across, index // lv.tiles_across
             x, y = tx * lv.tile_w, ty * lv.tile_h
             if count and x + lv.tile_w <= lv.width and y + lv.tile_h <= lv.height:
-                mine = self._decode(index, 1).astype(np.int16)
+                tried += 1
+                try:
+                    mine = self._decode(index, 1).astype(np.int16)
+                except (ValueError, OSError) as e:
+                    failed = e
+                    if tried >= PROBE_TILES:
+                        break
+                    continue
                 theirs = reference((x, y), (lv.tile_w, lv.tile_h)).astype(np.int16)
                 return float(np.abs(mine - theirs).mean())
+        if failed is not None:
+            raise failed
         return None
 
 

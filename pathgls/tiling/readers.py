@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from pathgls.config import DEFAULT_LEVEL_READ_PIXELS
-from pathgls.errors import SlideOpenError, SlideReadError
+from pathgls.errors import DamagedTileError, SlideOpenError, SlideReadError
 from pathgls.io.names import printable
 from pathgls.tiling.jpeg_tiles import JpegTiles
 
@@ -158,8 +158,9 @@ class OpenSlideReader:
         """``read_region`` reduced ``factor``× by decoding JPEG tiles at reduced scale.
 
         Returns None where that is not possible (not a JPEG-tiled TIFF level, a request not
-        aligned to ``factor``, a tile the strict decoder refuses); the caller then reads through
-        OpenSlide (which refuses a damaged tile with its own error) and resizes. See
+        aligned to ``factor``); the caller then reads through OpenSlide and resizes. A tile the
+        strict decoder refuses is not handed to OpenSlide (which decodes damaged tiles without
+        a word): :class:`~pathgls.errors.DamagedTileError` names the level and the tile. See
         :mod:`pathgls.tiling.jpeg_tiles` for the numerical difference to read + area filter.
         ``out`` (uint8, the reduced shape) receives the pixels when given.
         """
@@ -178,11 +179,21 @@ class OpenSlideReader:
             )
         try:
             return tiles.read((int(x), int(y)), size, factor, out=out)
-        except (OSError, ValueError) as e:
-            # one decode policy: OpenSlide decides whether these tiles can be read (the caller
-            # reads the region through it, which refuses a damaged tile with its own error)
+        except DamagedTileError as e:
+            # never handed to OpenSlide, which decodes a damaged tile without a word
+            index, column, row = e.tile or (-1, -1, -1)
+            raise DamagedTileError(
+                f"{self.path}: JPEG tile {index} (column {column}, row {row}) of level {level} "
+                f"is damaged ({e.__cause__ or e}), read for the patch at level-0 {xy_level0}; "
+                "the slide is refused: re-export or re-scan it (tiling.scaled_decode = false "
+                "lets OpenSlide decode it as it can)",
+                path=self.path,
+                level=level,
+                tile=e.tile,
+            ) from e
+        except (OSError, ValueError) as e:  # reading the file failed: OpenSlide reads it
             log.debug(
-                "%s: own JPEG decoding refused at %s, level %d: %s", self.path, xy_level0, level, e
+                "%s: own JPEG read failed at %s, level %d: %s", self.path, xy_level0, level, e
             )
             return None
 

@@ -2,7 +2,7 @@
 naming the file and the setting, and one bad input never ends the run.
 
 Disk full, a read-only output, pickled weights, a UTF-16 config, a numeric revision in
-``PATHGLS_SOURCE.json``, a 2^60-byte tile, a damaged tile (one decode policy), a Ray cluster
+``PATHGLS_SOURCE.json``, a 2^60-byte tile, a damaged tile (refused, naming it), a Ray cluster
 that dies under the driver.
 """
 
@@ -237,17 +237,46 @@ def test_a_tile_byte_count_of_2_to_the_60_is_refused_on_open(tmp_path: Path, pyr
         open_slide(path)
 
 
-@pytest.mark.parametrize("how", ["truncate", "garbage"])
-def test_a_damaged_tile_passes_or_fails_alike_whatever_decodes_it(
-    tmp_path: Path, pyramid: Path, how: str
+@pytest.mark.parametrize(
+    ("how", "tile", "seed"),
+    [("truncate", 5, 0), ("garbage", 5, 0), ("garbage", 5, 3), ("garbage", 0, 1)],
+)
+def test_a_damaged_tile_is_refused_naming_it_never_handed_to_openslide(
+    tmp_path: Path, pyramid: Path, how: str, tile: int, seed: int
 ) -> None:
-    path = tmp_path / f"{how}.svs"
+    path = tmp_path / f"{how}-{tile}-{seed}.svs"
     shutil.copy(pyramid, path)
-    damage_jpeg_tile(path, tile=5, how=how)  # tile (1, 1): inside the first patch
-    own, openslide_only = _patches(path, scaled=True), _patches(path, scaled=False)
-    assert own == openslide_only, (own, openslide_only)
-    if how == "truncate":  # OpenSlide refuses it ("Premature end of JPEG file")
-        assert own[0].startswith("SlideReadError: ") and own[1:] == ["ok", "ok", "ok"], own
+    damage_jpeg_tile(path, tile=tile, how=how, seed=seed)  # inside the first patch
+    # tile 0 is also the tile the level's probe decodes first: the next one is probed instead
+    own = _patches(path, scaled=True)
+    where = f"JPEG tile {tile} (column {tile % 4}, row {tile // 4}) of level 0 is damaged"
+    assert own[0].startswith(f"DamagedTileError: {path}: {where}"), own
+    assert own[1:] == ["ok", "ok", "ok"], own  # the other patches do not touch that tile
+    if (how, tile, seed) == ("garbage", 5, 0):
+        # before: refused by pathgls's decoder, handed to OpenSlide, which decodes the garbage
+        # (what tiling.scaled_decode = false still does: OpenSlide alone decides)
+        assert _patches(path, scaled=False) == ["ok"] * 4
+
+
+def test_a_damaged_tile_fails_the_extraction_of_its_slide(tmp_path: Path, pyramid: Path) -> None:
+    from pathgls.testing import save_random_hf_clip
+
+    slides = tmp_path / "slides"
+    slides.mkdir()
+    path = slides / "s.svs"
+    shutil.copy(pyramid, path)
+    damage_jpeg_tile(path, tile=5, how="garbage")
+    model = save_random_hf_clip(tmp_path / "clip", size="tiny", seed=0)
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        app, ["extract", str(slides), "--out", str(out), "--encoder", f"hf:{model}"]
+    )
+    text = " ".join(done.output.split())
+    assert done.exit_code == 1, text  # before: exit 0 and a bag of the garbage's pixels
+    assert "JPEG tile 5 (column 1, row 1) of level 0 is damaged" in text
+    assert [p.parent.name for p in out.rglob("*.h5")] == ["patches"]  # coordinates, no bag
+    (log,) = (out / "logs").glob("extract-*.log")
+    assert "JPEG tile 5 (column 1, row 1) of level 0 is damaged" in log.read_text()
 
 
 # -- a Ray cluster that dies under the driver ----------------------------------------------------

@@ -130,3 +130,66 @@ def test_an_ascii_console_never_crashes_on_a_non_ascii_name(
     shown = (done.stdout + done.stderr).decode("ascii")  # ASCII only, no crash
     assert done.returncode in (0, 1), shown
     assert "Traceback" not in shown and "UnicodeEncodeError" not in shown
+
+
+def _console_of(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``pathgls ARGS`` in a process of its own: its real stderr, as a terminal would get it."""
+    return subprocess.run(
+        [sys.executable, "-m", "pathgls", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="400"),
+    )
+
+
+def test_skipped_hidden_files_are_named_on_the_console_sanitised(
+    tmp_path: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    # before: ``..png`` and ``...png`` were skipped with the warning in the run log only
+    src = tmp_path / "src"
+    src.mkdir()
+    hidden = ["..png", "...png", ".\x1b]0;PWNED\x07.png", "._\nforged.svs"]
+    for name in ["a.png", *hidden]:
+        (src / name).symlink_to(sample_rois[0].resolve())
+    out = tmp_path / "run"
+    done = _console_of(
+        ["benchmark", str(src), "--out", str(out), "--subject", "captioner"], tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (warning,) = [line for line in done.stderr.splitlines() if "hidden file" in line]
+    assert warning.startswith("warning: ") and "skipped 4 hidden file(s)" in warning
+    for shown in ("..png", "...png", ".\\x1b]0;PWNED\\x07.png", "._"):
+        assert shown in warning, warning
+    # the line feed of a name goes on as an indented continuation, as in the log: no new record
+    assert "._\n    | forged.svs" in done.stderr, done.stderr[-1000:]
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    (log,) = (out / "logs").glob("benchmark-*.log")
+    assert warning.removeprefix("warning: ") in log.read_text(encoding="utf-8")
+
+
+def test_no_line_break_in_a_name_forges_a_log_record(
+    tmp_path: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    forged = "2026-01-01 00:00:00,000 INFO p: FORGED"  # six fit in a name (255 bytes)
+    breakers = ("\n", "\r", "\r\n", "\u2028", "\x85", "\x0b")
+    name = "x" + "".join(b + forged for b in breakers) + ".png"
+    (src / name).symlink_to(sample_rois[0].resolve())
+    out = tmp_path / "run"
+    done = _console_of(
+        ["benchmark", str(src), "--out", str(out), "--subject", "captioner"], tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (log,) = (out / "logs").glob("benchmark-*.log")
+    raw = log.read_bytes().decode("utf-8")
+    for breaker in ("\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"):
+        assert breaker not in raw, repr(breaker)  # only line feeds break its lines
+    lines = [line for line in raw.split("\n") if line]
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [A-Z]+ ")
+    for line in lines:  # a record, or a continuation indented under one
+        assert stamp.match(line) or line.startswith("    | "), repr(line)
+        assert not line.startswith("2026-01-01 00:00:00"), repr(line)  # no forged record
+    assert any("FORGED" in line for line in lines)  # the name is in the log, shown
