@@ -390,3 +390,29 @@ def test_missing_ray_is_a_config_error(
         ],
     )
     assert res.exit_code == 2 and "needs Ray" in res.output
+
+
+def test_no_address_starts_a_local_ray_whatever_this_machine_points_at(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ROI: Path
+) -> None:
+    """Ray's own default joins the cluster RAY_ADDRESS or the last `ray start` names (a stale
+    /tmp/ray/ray_current_cluster made every local run fail: "num_cpus must not be provided");
+    a run without --address asks for a new local instance."""
+    seen: dict[str, object] = {}
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized() -> bool:
+            return False
+
+        @staticmethod
+        def init(**kwargs: object) -> None:
+            seen.update(kwargs)
+            raise RuntimeError("stop here")
+
+    monkeypatch.setitem(sys.modules, "ray", FakeRay)
+    monkeypatch.setenv("RAY_ADDRESS", "192.0.2.2:47400")
+    config = load_config(run={"subjects": ("captioner",), "executor": "ray", "workers": 2})
+    with pytest.raises(ConfigError, match="cannot start or reach Ray at local"):
+        run_benchmark(source=ROI, config=config, out=tmp_path / "run")
+    assert seen["address"] == "local" and seen["num_cpus"] >= 2

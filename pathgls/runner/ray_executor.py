@@ -161,7 +161,10 @@ def run_ray(
         try:
             if address is not None:  # a head answers within run.ray_connect_s, or an error
                 probe_address(address, seconds=config.run.ray_connect_s)
-            ray.init(address=address, **options)
+            # no address: a fresh local instance, never a cluster that RAY_ADDRESS or the last
+            # `ray start` on this machine (/tmp/ray/ray_current_cluster) points at — Ray's own
+            # default would join that one and refuse the local instance's num_cpus
+            ray.init(address=address or "local", **options)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise ConfigError(f"cannot start or reach Ray at {address or 'local'}: {e}") from e
     try:
