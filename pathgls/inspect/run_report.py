@@ -461,8 +461,8 @@ def _certificates(config: Path | None, cards: list[ScoreCard]) -> dict[str, Any]
 
 
 def _run_info(run_dir: Path) -> dict[str, Any]:
-    from pathgls import __version__
     from pathgls.runner.manifest import read_manifest
+    from pathgls.version import __version__
 
     manifest = read_manifest(run_dir)
     config = run_dir / "config.toml"
