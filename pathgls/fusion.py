@@ -1,8 +1,8 @@
 """Trust score and gate routing: fuse the module scores, route a report to deploy/review/reject.
 
 The trust score is ``S = Σ w_m S_m`` over the modules that could run, with their weights
-renormalised to sum to 1 (DESIGN.md, Defaults: a module that cannot run is reported as
-missing, never replaced by a made-up number). When no weighted module could run the trust
+renormalised to sum to 1 (docs/scores.md, "The trust score and its coverage": a module that
+cannot run is reported as missing, never replaced by a made-up number). When no weighted module could run the trust
 score is ``None`` with a reason, and the gate sends the report to human review — a missing
 score is never deployed. The *coverage* of a card is the share of the fusion weight its
 scored modules carry; a trust made of fewer modules is a different number, which is why the
