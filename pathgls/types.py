@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pathgls.errors import ScoreCardError
 from pathgls.jsontext import JSONTextError, loads_strict
+from pathgls.numeric import finite
 
 if TYPE_CHECKING:
     from pathgls.evidence import ModuleEvidence
@@ -190,13 +191,6 @@ class ReportGraph:
     scopes: list[Scope] = field(default_factory=list)  # per entity (empty: not inferred)
 
 
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite real number (not a bool), else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
-
-
 def _fields_of(cls: type, data: Mapping[str, Any], where: str) -> dict[str, Any]:
     """``data`` as keyword arguments of dataclass ``cls``; unknown keys are an error."""
     if not isinstance(data, Mapping):
@@ -257,7 +251,7 @@ class ModuleScore:
     @property
     def finite_value(self) -> float | None:
         """``value`` as a float, or None when missing or not a finite number."""
-        return _finite(self.value)
+        return finite(self.value)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "module") -> ModuleScore:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
+from pathgls.numeric import finite
 
 #: Entity types grounded by default: what an H&E image can show.
 GROUNDED_TYPES = (
@@ -256,13 +257,6 @@ def _known_module(name: str, where: str) -> None:
     )
 
 
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite real number, else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
-
-
 @dataclass(frozen=True)
 class FusionConfig:
     """How module scores are fused into the trust score (see :mod:`pathgls.fusion`)."""
@@ -330,7 +324,7 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         for name in ("deploy", "review"):
-            v = _finite(getattr(self, name))
+            v = finite(getattr(self, name))
             require(
                 v is not None and 0.0 <= v <= 1.0,
                 f"{name} threshold must be in [0, 1], got {getattr(self, name)!r}",
@@ -341,7 +335,7 @@ class GateConfig:
         )
         floors: dict[str, float] = {}
         for name, value in dict(self.floors).items():
-            v = _finite(value)
+            v = finite(value)
             if not name or v is None or not 0.0 <= v <= 1.0:
                 raise ConfigError(
                     f"floors: {name!r} = {value!r}: need a module name and a value in [0, 1]"
@@ -349,7 +343,7 @@ class GateConfig:
             _known_module(str(name), "floors")
             floors[str(name)] = v
         object.__setattr__(self, "floors", MappingProxyType(floors))
-        cov = _finite(self.min_coverage)
+        cov = finite(self.min_coverage)
         require(
             cov is not None and 0.0 <= cov <= 1.0,
             f"min_coverage must be in [0, 1], got {self.min_coverage!r}",
