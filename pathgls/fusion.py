@@ -43,6 +43,7 @@ from pathgls.evidence import (
     StabilityEvidence,
     read_evidence,
 )
+from pathgls.modules import SCORE_MODULES
 from pathgls.numeric import finite
 from pathgls.reasons import IMAGE_UNCHECKED, logic_note
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
@@ -55,14 +56,7 @@ GATE_DECIMALS = 3
 #: missing required module. The command is left out when the module's own missing reason
 #: already gives it.
 ENABLE_HINTS: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {
-        "grounding": (
-            "an image-text encoder and a report that names what the image shows",
-            "`pathgls models pull plip`, then `--encoder plip`",
-        ),
-        "report": ("a reference report for the item", "`--references refs.tsv`"),
-        "hare": ("a reference report for the item, with HARE on", "`--references refs.tsv`"),
-    }
+    {m.name: m.enable_hint for m in SCORE_MODULES if m.enable_hint is not None}
 )
 
 # (module, below this value, factor) — the reference code's extra penalties.

@@ -19,7 +19,17 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: Lowest first. Each entry is a top-level module or package of pathgls.
 FLOORS: list[tuple[str, ...]] = [
-    ("types", "errors", "registry", "evidence", "jsontext", "reasons", "version", "numeric"),
+    (
+        "types",
+        "errors",
+        "registry",
+        "evidence",
+        "jsontext",
+        "reasons",
+        "version",
+        "numeric",
+        "modules",
+    ),
     ("config",),
     ("io",),
     ("hub",),

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
+from pathgls.modules import MODULE_NAMES, SCORE_MODULES
 from pathgls.numeric import finite
 
 #: Entity types grounded by default: what an H&E image can show.
@@ -211,22 +212,17 @@ class StabilityConfig:
         )
 
 
-#: Weight of the report-side component (a reference-based score, :class:`ReportConfig`) in the
-#: trust score, next to PathGLS's 0.4 / 0.3 / 0.3. It equals the grounding weight: both ask
-#: whether the diagnosis is right — grounding against the image, the report side against a
-#: pathologist's reference (DxAlign: Pearson r = 0.69 with pathologists on the HARE expert
-#: set, ``benchmarks/bench_meta.py``) — so with a reference it carries 0.4 / 1.4 ≈ 29 % of the
-#: trust and the reference-free modules keep the majority (a reference can be terse or about
-#: another block). Not fitted: ``pathgls calibrate`` searches it on labelled runs.
-REPORT_WEIGHT = 0.4
-
 #: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3; the report-side
-#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`).
+#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`, where the choice
+#: is argued). Each module's default weight is its :class:`~pathgls.modules.ModuleScorer`'s.
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"grounding": 0.4, "logic": 0.3, "stability": 0.3, "report": REPORT_WEIGHT}
+    {m.name: m.weight for m in SCORE_MODULES if m.weight is not None}
 )
-#: Modules that need a reference report: an item without one has no such module (absent).
-REFERENCE_MODULES: tuple[str, ...] = ("report",)
+#: Modules fused by default that need a reference report: an item without one has no such
+#: module (absent). (HARE needs one too, but is not fused unless a config weighs it.)
+REFERENCE_MODULES: tuple[str, ...] = tuple(
+    m.name for m in SCORE_MODULES if m.needs_reference and m.weight is not None
+)
 
 
 #: What deploy needs scored by default (``[gate] required``): grounding, the image check.
@@ -237,7 +233,7 @@ DEFAULT_REQUIRED: tuple[str, ...] = ("grounding",)
 MAX_WEIGHT = 1e6
 
 #: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
-FUSABLE_MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report", "hare")
+FUSABLE_MODULES: tuple[str, ...] = MODULE_NAMES
 
 
 def _known_module(name: str, where: str) -> None:

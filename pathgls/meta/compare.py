@@ -39,10 +39,11 @@ from pathgls.config import FusionConfig
 from pathgls.errors import ComparisonError
 from pathgls.meta.ranking import card_coverage, matched_values
 from pathgls.meta.stats import bootstrap_ci, holm
+from pathgls.modules import WEIGHTED
 from pathgls.types import ScoreCard
 
 #: What can be compared: the trust score or one module's value.
-COMPARABLE = ("trust", "grounding", "logic", "stability", "report")
+COMPARABLE = ("trust", *WEIGHTED)
 
 
 @dataclass(frozen=True)
