@@ -20,10 +20,10 @@ Public API (stable names; everything else is internal):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from pathgls.version import __version__ as __version__
 
 # The public API, in one table: name → the module it is imported from. `__all__`, `dir()` and
 # attribute access derive from it; each name is imported on first use, so that `import pathgls`

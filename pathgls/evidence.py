@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pathgls.errors import EvidenceError
+from pathgls.numeric import finite
 
 Number = int | float
 Role = Literal["aug", "attack"]
@@ -120,13 +121,9 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _finite(x: Number | None) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
-
-
 def _or(x: Number | None, default: float) -> float:
     """``x`` when finite, else ``default`` (for sort keys)."""
-    v = _finite(x)
+    v = finite(x)
     return default if v is None else v
 
 
@@ -317,7 +314,7 @@ class GroundingEvidence(ModuleEvidence):
 
         Entities without a finite calibrated score are not ranked; None when none has one.
         """
-        ranked = [e for e in self.entities if _finite(e.calibrated) is not None]
+        ranked = [e for e in self.entities if finite(e.calibrated) is not None]
         if not ranked:
             return None
         return min(ranked, key=lambda e: (_or(e.calibrated, 0.0), _or(e.similarity, math.inf)))

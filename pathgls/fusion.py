@@ -1,12 +1,12 @@
 """Trust score and gate routing: fuse the module scores, route a report to deploy/review/reject.
 
 The trust score is ``S = Σ w_m S_m`` over the modules that could run, with their weights
-renormalised to sum to 1 (DESIGN.md, Defaults: a module that cannot run is reported as
-missing, never replaced by a made-up number). When no weighted module could run the trust
-score is ``None`` with a reason, and the gate sends the report to human review — a missing
-score is never deployed. The *coverage* of a card is the share of the fusion weight its
-scored modules carry; a trust made of fewer modules is a different number, which is why the
-gate needs enough coverage and the modules listed in ``[gate] required`` (by default
+renormalised to sum to 1 (docs/scores.md, "The trust score and its coverage": a module that
+cannot run is reported as missing, never replaced by a made-up number). When no weighted module
+could run the trust score is ``None`` with a reason, and the gate sends the report to human
+review — a missing score is never deployed. The *coverage* of a card is the share of the fusion
+weight its scored modules carry; a trust made of fewer modules is a different number, which is
+why the gate needs enough coverage and the modules listed in ``[gate] required`` (by default
 grounding: the only module that looks at the image) before it deploys, and why subjects are
 ranked on the modules they share (:mod:`pathgls.meta.ranking`). docs/scores.md states the rules.
 
@@ -28,7 +28,6 @@ default; ``FusionConfig(reference_penalties=True)`` turns them on for parity run
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -44,6 +43,8 @@ from pathgls.evidence import (
     StabilityEvidence,
     read_evidence,
 )
+from pathgls.modules import SCORE_MODULES
+from pathgls.numeric import finite
 from pathgls.reasons import IMAGE_UNCHECKED, logic_note
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
 
@@ -55,14 +56,7 @@ GATE_DECIMALS = 3
 #: missing required module. The command is left out when the module's own missing reason
 #: already gives it.
 ENABLE_HINTS: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {
-        "grounding": (
-            "an image-text encoder and a report that names what the image shows",
-            "`pathgls models pull plip`, then `--encoder plip`",
-        ),
-        "report": ("a reference report for the item", "`--references refs.tsv`"),
-        "hare": ("a reference report for the item, with HARE on", "`--references refs.tsv`"),
-    }
+    {m.name: m.enable_hint for m in SCORE_MODULES if m.enable_hint is not None}
 )
 
 # (module, below this value, factor) — the reference code's extra penalties.
@@ -70,13 +64,6 @@ REFERENCE_PENALTIES: tuple[tuple[str, float, float], ...] = (
     ("logic", 0.5, 0.6),
     ("grounding", 0.25, 0.8),
 )
-
-
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite real number, else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
@@ -99,7 +86,7 @@ def _missing_reason(score: ModuleScore | None) -> str | None:
         return "not in the scorecard"
     if score.value is None:
         return score.missing_reason or "no value"
-    if _finite(score.value) is None:
+    if finite(score.value) is None:
         return f"non-finite value {score.value!r}"
     return None
 
@@ -176,7 +163,7 @@ def _logic_note(ev: LogicEvidence) -> str | None:
 
 
 def _stability_note(ev: StabilityEvidence) -> str | None:
-    d_aug, d_att = _finite(ev.delta_aug), _finite(ev.delta_attack)
+    d_aug, d_att = finite(ev.delta_aug), finite(ev.delta_attack)
     parts = []
     if d_aug is not None or d_att is not None:
         if d_att is None or (d_aug is not None and abs(d_aug) > abs(d_att)):
@@ -194,14 +181,14 @@ def _report_note(ev: ReportEvidence) -> str | None:
     if not ev.backend:
         return None
     parts = [f"{ev.backend} against the reference"]
-    raw = _finite(ev.raw)
+    raw = finite(ev.raw)
     if raw is not None:
         parts.append(f"raw {raw:.3f}")
     if ev.candidate_dx:
         parts.append(f"report's diagnosis {ev.candidate_dx!r}")
     if ev.shared_behaviour:
         parts.append(f"shares {', '.join(ev.shared_behaviour)} with the reference")
-    f1 = _finite(ev.entity_f1)
+    f1 = finite(ev.entity_f1)
     if f1 is not None:
         parts.append(f"entity F1 {f1:.3f}")
     return "; ".join(parts)
@@ -222,7 +209,7 @@ def _head_and_note(score: ModuleScore) -> tuple[str, str | None]:
     """``("grounding 0.410", "least grounded ...")``: a module's value and its evidence note."""
     if score.value is None:
         return f"{score.name} missing", score.missing_reason
-    value = _finite(score.value)
+    value = finite(score.value)
     head = f"{score.name} {value:.3f}" if value is not None else f"{score.name} {score.value!r}"
     try:
         ev = read_evidence(score.name, score.evidence)
@@ -405,7 +392,7 @@ def route(
     evidence = _module_reasons(modules, used)
     gone = [evidence_note(s) for s in modules.values() if _value_of(s) is None]
     blocks = _deploy_blocks(modules=modules, config=config, coverage=coverage, absent=absent)
-    if trust is None or _finite(trust) is None:
+    if trust is None or finite(trust) is None:
         why = "; ".join(gone) or "no module scores"
         reasons = [f"no trust score: {why}", *evidence]
         return GateDecision(route="review", reasons=reasons, thresholds=thresholds)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pathgls.errors import ScoreCardError
 from pathgls.jsontext import JSONTextError, loads_strict
+from pathgls.numeric import finite
 
 if TYPE_CHECKING:
     from pathgls.evidence import ModuleEvidence
@@ -82,16 +83,13 @@ class Report:
     warnings: list[str] = field(default_factory=list)
 
 
-_GENERIC_STATION = "lymph node"
-
-
 @dataclass(frozen=True)
 class Scope:
     """Which tissue a statement of a report is about (see :mod:`pathgls.text.scope`).
 
-    Every field is None when the report does not say. Two statements can only contradict each
-    other when their scopes are :meth:`compatible`; a negation only denies what it
-    :meth:`covers`.
+    Every field is None when the report does not say. The report graph and the diagnosis keys
+    (:mod:`pathgls.text.diagnoses`) read it; whether two statements are about the same tissue
+    is decided by Logic's case model (:mod:`pathgls.text.case`).
     """
 
     part: str | None = None  # specimen part label: "A", "2"
@@ -101,42 +99,6 @@ class Scope:
     locus: str | None = None  # a structure the statement is about: "margin"
     lesion: str | None = None  # the named diagnosis a grade, result or size is said of
     quantifier: str | None = None  # "partial" (some of a set) or "all"
-
-    def compatible(self, other: Scope) -> bool:
-        """Whether both can be about the same tissue (no field says otherwise)."""
-        for name in ("part", "organ", "locus"):
-            a, b = getattr(self, name), getattr(other, name)
-            if a is not None and b is not None and not _overlap(a, b):
-                return False
-        if not _same_lesion(self.lesion, other.lesion):
-            return False
-        if not _sides_meet(self.side, other.side):
-            return False
-        return _station_covers(self.station, other.station) or _station_covers(
-            other.station, self.station
-        )
-
-    def covers(self, other: Scope) -> bool:
-        """Whether a negation scoped ``self`` denies what a statement scoped ``other`` affirms.
-
-        The negation must be at least as general as the statement: a negation about part of a
-        set ("the remaining nodes") covers nothing; one about an organ, a structure ("the
-        margins", "the nipple"), a lymph-node station or one side covers only statements
-        known to be about the same.
-        """
-        if self.quantifier == "partial":
-            return False
-        for name in ("part", "organ", "locus"):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if mine is not None and (theirs is None or not _within(theirs, mine)):
-                return False
-        if not _same_lesion(self.lesion, other.lesion):
-            return False
-        if self.side not in (None, "bilateral") and self.side != other.side:
-            return False
-        if self.station is not None and other.station is None:
-            return False
-        return _station_covers(self.station, other.station)
 
     def describe(self) -> str:
         """Short text for evidence: "part A, breast, left" ("report" when nothing is known)."""
@@ -151,36 +113,6 @@ class Scope:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
-def _same_lesion(a: str | None, b: str | None) -> bool:
-    """Whether two named lesions can be one: one name says less than the other ("invasive
-    carcinoma" and "invasive ductal carcinoma"), not something else ("mucinous carcinoma")."""
-    if a is None or b is None or a == b:
-        return True
-    wa, wb = set(a.split()), set(b.split())
-    return wa <= wb or wb <= wa
-
-
-def _overlap(a: str, b: str) -> bool:
-    """Whether two values ("ovary|fallopian tube" for several) share one."""
-    return bool(set(a.split("|")) & set(b.split("|")))
-
-
-def _within(value: str, allowed: str) -> bool:
-    """Whether every one of ``value``'s alternatives is among ``allowed``'s."""
-    return set(value.split("|")) <= set(allowed.split("|"))
-
-
-def _sides_meet(a: str | None, b: str | None) -> bool:
-    return a is None or b is None or a == b or "bilateral" in (a, b)
-
-
-def _station_covers(general: str | None, specific: str | None) -> bool:
-    """Whether node station ``general`` includes ``specific`` (None: any station)."""
-    if general is None or specific is None or general == specific:
-        return True
-    return general == _GENERIC_STATION or specific.startswith(general + " level")
-
-
 @dataclass
 class ReportGraph:
     """Entities and relations of one report (``pathgls.text`` turns it into a networkx graph)."""
@@ -188,13 +120,6 @@ class ReportGraph:
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     scopes: list[Scope] = field(default_factory=list)  # per entity (empty: not inferred)
-
-
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite real number (not a bool), else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
 
 
 def _fields_of(cls: type, data: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -257,7 +182,7 @@ class ModuleScore:
     @property
     def finite_value(self) -> float | None:
         """``value`` as a float, or None when missing or not a finite number."""
-        return _finite(self.value)
+        return finite(self.value)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "module") -> ModuleScore:

@@ -7,6 +7,7 @@ floor and of lower floors, at the top of the file or inside a function alike.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -14,10 +15,21 @@ import networkx as nx
 import pathgls
 
 PACKAGE = Path(pathgls.__file__).resolve().parent
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: Lowest first. Each entry is a top-level module or package of pathgls.
 FLOORS: list[tuple[str, ...]] = [
-    ("types", "errors", "registry", "evidence", "jsontext", "reasons"),
+    (
+        "types",
+        "errors",
+        "registry",
+        "evidence",
+        "jsontext",
+        "reasons",
+        "version",
+        "numeric",
+        "modules",
+    ),
     ("config",),
     ("io",),
     ("hub",),
@@ -56,8 +68,13 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """Every pathgls module ``path`` imports (relative imports resolved), anywhere in it."""
+    """Every pathgls module ``path`` imports (relative imports resolved), anywhere in it.
+
+    ``import pathgls`` and ``from pathgls import X`` (X not a module) import the front door,
+    ``__init__``; ``from pathgls import types`` imports ``types`` only.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = _modules()
     package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
     found = set()
     for node in ast.walk(tree):
@@ -70,12 +87,16 @@ def _imports(path: Path, module: str) -> set[str]:
             else:
                 target = node.module or ""
             if target.startswith("pathgls"):
-                found.add(target)
-                found |= {f"{target}.{a.name}" for a in node.names}
-    modules = _modules()
-    return {m.removeprefix("pathgls.") for m in found if m.removeprefix("pathgls.") in modules} - {
-        module
-    }
+                named = {f"{target}.{a.name}" for a in node.names}
+                found |= named
+                if target != "pathgls" or not {_name(m) for m in named} <= modules.keys():
+                    found.add(target)
+    return {_name(m) for m in found if _name(m) in modules} - {module}
+
+
+def _name(dotted: str) -> str:
+    """``pathgls.a.b`` → ``a.b``; the package itself → ``__init__``."""
+    return "__init__" if dotted == "pathgls" else dotted.removeprefix("pathgls.")
 
 
 def _top(module: str) -> str:
@@ -130,3 +151,33 @@ def test_each_stage_package_says_what_it_owns_and_may_import() -> None:
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
         assert len(doc) > 80, f"pathgls/{name}/__init__.py needs a docstring saying what it owns"
         assert "May import" in doc or "may import" in doc, f"pathgls/{name}: say what it may import"
+
+
+def _documented_floors() -> list[tuple[str, ...]]:
+    """The floor table of docs/architecture.md, lowest first: each row's stages, bare names."""
+    rows = []
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.fullmatch(r"core|\d+", cells[0]):
+            stages = re.findall(r"`([A-Za-z_]+)(?:\.py|/)`", cells[1])
+            rows.append((cells[0], tuple(stages)))
+    numbers = [n for n, _ in rows]
+    assert numbers == ["core", *map(str, range(1, len(rows)))], f"floor numbers: {numbers}"
+    return [stages for _, stages in rows]
+
+
+def test_the_documented_floors_are_the_tested_ones() -> None:
+    documented = [set(stages) for stages in _documented_floors()]
+    assert documented == [set(stages) for stages in FLOORS], (
+        "docs/architecture.md's floor table and FLOORS disagree"
+    )
+
+
+def test_importing_a_name_from_the_package_root_is_seen(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from pathgls import __version__\nfrom pathgls import types\n", encoding="utf-8"
+    )
+    assert _imports(source, "features.probe") == {"__init__", "types"}
+    source.write_text("from pathgls import types, errors\n", encoding="utf-8")
+    assert _imports(source, "features.probe") == {"types", "errors"}

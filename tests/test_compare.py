@@ -62,6 +62,18 @@ def test_a_planted_effect_is_found_with_the_right_sign() -> None:
     assert r.disagreements[0].difference == pytest.approx(diffs[top])
 
 
+def test_the_paired_ci_is_the_bootstrap_of_the_differences_resampled_items_together() -> None:
+    # the paired CI is meta.stats.bootstrap_ci of A − B (one bootstrap in pathgls): the same
+    # resamples, drawn at once, and numpy's percentiles, to the last bit
+    a, b = _planted(n=23, seed=5)
+    cfg = CompareConfig(n_boot=1500, confidence=0.9, seed=11)
+    r = compare_pair(a="A", b="B", values_a=a, values_b=b, config=cfg)
+    d = np.array([a[k] - b[k] for k in sorted(a)])
+    idx = np.random.default_rng(11).integers(0, d.size, size=(1500, d.size))
+    expected = np.quantile(d[idx].mean(axis=1), [0.05, 0.95])
+    assert (r.ci_low, r.ci_high) == (float(expected[0]), float(expected[1]))
+
+
 def test_the_same_subject_twice_is_a_null() -> None:
     a, _ = _planted()
     r = compare_pair(a="A", b="A", values_a=a, values_b=a)

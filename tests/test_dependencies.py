@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import configparser
 import importlib.metadata
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -40,12 +42,13 @@ def _setup() -> configparser.ConfigParser:
     return cfg
 
 
-def _imports() -> dict[str, set[str]]:
-    """Third-party top-level modules imported by the runtime package, with the files."""
+def _imports(*, testing: bool = False) -> dict[str, set[str]]:
+    """Third-party top-level modules imported by the runtime package (or by its shipped test
+    helpers, ``pathgls/testing/``), with the files."""
     found: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        if "testing" in path.relative_to(PACKAGE).parts:
-            continue  # test helpers (tiny models, synthetic slides) use the dev extra
+        if ("testing" in path.relative_to(PACKAGE).parts) != testing:
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
@@ -93,3 +96,43 @@ def test_optional_features_are_extras_and_the_package_is_typed() -> None:
     assert {"ray"} <= extras["ray"]
     assert (PACKAGE / "py.typed").is_file()
     assert "py.typed" in cfg["options.package_data"]["pathgls"]
+
+
+#: Imported by pathgls/testing/ without being declared: installed by a declared dependency.
+COMES_WITH = {"timm": "open-clip-torch"}
+
+
+def test_the_shipped_test_helpers_import_only_runtime_dependencies() -> None:
+    required = _names(_setup()["options"]["install_requires"])
+    installed = importlib.metadata.packages_distributions()
+    for module, files in sorted(_imports(testing=True).items()):
+        dists = _distributions(module, installed)
+        if dists & required:
+            continue
+        parent = COMES_WITH.get(module)
+        assert parent in required, f"pathgls/testing imports {module} ({sorted(files)})"
+        needs = {_names(r.split(";")[0]).pop() for r in importlib.metadata.requires(parent) or []}
+        assert dists & needs, f"{parent} does not install {module}"
+
+
+def test_the_test_helpers_write_a_slide_without_the_dev_extra(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['imagecodecs'] = None\n"
+        "import numpy as np, openslide\n"
+        "from pathgls.testing import write_aperio_pyramid\n"
+        "rgb = np.random.default_rng(0).integers(0, 256, (300, 400, 3), dtype=np.uint8)\n"
+        "args = dict(source=rgb, width=400, height=300, mpp=0.5, magnification=20)\n"
+        "out = write_aperio_pyramid(sys.argv[1] + '/d.svs', compression='deflate', **args)\n"
+        "with openslide.OpenSlide(str(out)) as s:\n"
+        "    assert (np.asarray(s.read_region((0, 0), 0, (400, 300)))[..., :3] == rgb).all()\n"
+        "try:\n"
+        "    write_aperio_pyramid(sys.argv[1] + '/j.svs', compression='jpeg', **args)\n"
+        "except ModuleNotFoundError as e:\n"
+        "    print(e.name, e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.startswith("imagecodecs ") and "pathgls[dev]" in res.stdout

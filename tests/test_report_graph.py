@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from pathgls.cli import app
-from pathgls.meta.perturb import (
+from perturb import (
     CONTROL,
     LOGIC_ERRORS,
     apply_set,
@@ -18,6 +15,9 @@ from pathgls.meta.perturb import (
     swap_diagnosis,
     swap_grade,
 )
+from typer.testing import CliRunner
+
+from pathgls.cli import app
 from pathgls.text import analyze_report, build_extractor
 from pathgls.text.graph import draw_graph, graph_from_json, graph_to_json, to_networkx
 
@@ -85,7 +85,7 @@ def test_graph_json_roundtrip_and_networkx(analyzed, tmp_path: Path) -> None:
 def test_perturbations_are_scorer_free_and_targeted() -> None:
     import ast
 
-    import pathgls.meta.perturb as p
+    import perturb as p
 
     tree = ast.parse(Path(p.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

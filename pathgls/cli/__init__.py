@@ -119,7 +119,7 @@ def _root(
 
     show_warnings()
     if version:
-        from pathgls import __version__
+        from pathgls.version import __version__
 
         typer.echo(__version__)
         raise typer.Exit()

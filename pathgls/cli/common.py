@@ -132,9 +132,9 @@ def run_logging(
         RunDirError: ``out_dir`` is refused (the message says why).
         PathGLSError: it cannot be created or written (disk full, read-only, ...).
     """
-    from pathgls import __version__
     from pathgls.io.atomic import describe_os_error
     from pathgls.io.rundir import check_out_dir, make_dir, open_nofollow, refuse_links
+    from pathgls.version import __version__
 
     check_out_dir(out_dir, inputs=inputs)
     try:

@@ -18,6 +18,7 @@ from pathgls.io.outputs import write_run_csv
 from pathgls.io.rundirs import check_run_dir
 from pathgls.io.sanitize import markup_text as escape
 from pathgls.jsontext import JSONTextError, loads_strict
+from pathgls.modules import MODULE_NAMES, REFERENCE_FREE, SCORE_MODULES
 from pathgls.reasons import card_reasons
 from pathgls.types import ScoreCard
 
@@ -26,9 +27,9 @@ Opt = typer.Option
 
 ROUTES = ("deploy", "review", "reject", "failed")
 #: Every module a card can carry, in the gate's column order (report and hare: with a reference).
-MODULE_COLUMNS = ("grounding", "logic", "stability", "report", "hare")
+MODULE_COLUMNS = MODULE_NAMES
 #: Console headers of the module columns.
-MODULE_HEADERS = {"grounding": "S_g", "logic": "S_l", "stability": "S_s", "report": "report"}
+MODULE_HEADERS = {m.name: m.header for m in SCORE_MODULES}
 CSV_COLUMNS = (
     "file",
     "item_id",
@@ -317,7 +318,7 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
     carried = {m for r in rows for m in r.get("modules", ())} | {
         m for r in rows for m in MODULE_COLUMNS if r.get(m)
     }
-    shown = [m for m in MODULE_COLUMNS if m in ("grounding", "logic", "stability") or m in carried]
+    shown = [m for m in MODULE_COLUMNS if m in REFERENCE_FREE or m in carried]
     console = Console()
     if is_compact(console):  # narrow or not a terminal: one block per card, nothing cut
         print_blocks(console, [_gate_block(r, shown, colour) for r in rows])

@@ -35,7 +35,9 @@ This package sits just above :mod:`pathgls.types` and :mod:`pathgls.errors`: it 
 stage module, and the stages import their config (and the constants its validation needs) from
 here.
 
-May import: :mod:`pathgls.errors` only (it sits just above the core; every stage reads it).
+May import: the core floor only — :mod:`pathgls.errors`, :mod:`pathgls.numeric` and the score
+modules' descriptions (:mod:`pathgls.modules`, with their evidence types) — it sits just above
+the core; every stage reads it.
 """
 
 from __future__ import annotations
@@ -73,7 +75,6 @@ from pathgls.config.scoring import (
     HARE_TYPES,
     REFERENCE_MODULES,
     REPORT_BACKENDS,
-    REPORT_WEIGHT,
     UNRELATED_COSINE,
     UNRELATED_DIAGNOSIS_COSINE,
     CheckWeights,
@@ -98,6 +99,7 @@ from pathgls.config.slide import (
     TilingConfig,
 )
 from pathgls.errors import ConfigError
+from pathgls.modules import REPORT_WEIGHT
 
 
 @dataclass(frozen=True)

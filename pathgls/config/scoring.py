@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
+from pathgls.modules import MODULE_NAMES, SCORE_MODULES
+from pathgls.numeric import finite
 
 #: Entity types grounded by default: what an H&E image can show.
 GROUNDED_TYPES = (
@@ -210,22 +212,17 @@ class StabilityConfig:
         )
 
 
-#: Weight of the report-side component (a reference-based score, :class:`ReportConfig`) in the
-#: trust score, next to PathGLS's 0.4 / 0.3 / 0.3. It equals the grounding weight: both ask
-#: whether the diagnosis is right — grounding against the image, the report side against a
-#: pathologist's reference (DxAlign: Pearson r = 0.69 with pathologists on the HARE expert
-#: set, ``benchmarks/bench_meta.py``) — so with a reference it carries 0.4 / 1.4 ≈ 29 % of the
-#: trust and the reference-free modules keep the majority (a reference can be terse or about
-#: another block). Not fitted: ``pathgls calibrate`` searches it on labelled runs.
-REPORT_WEIGHT = 0.4
-
 #: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3; the report-side
-#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`).
+#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`, where the choice
+#: is argued). Each module's default weight is its :class:`~pathgls.modules.ModuleScorer`'s.
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"grounding": 0.4, "logic": 0.3, "stability": 0.3, "report": REPORT_WEIGHT}
+    {m.name: m.weight for m in SCORE_MODULES if m.weight is not None}
 )
-#: Modules that need a reference report: an item without one has no such module (absent).
-REFERENCE_MODULES: tuple[str, ...] = ("report",)
+#: Modules fused by default that need a reference report: an item without one has no such
+#: module (absent). (HARE needs one too, but is not fused unless a config weighs it.)
+REFERENCE_MODULES: tuple[str, ...] = tuple(
+    m.name for m in SCORE_MODULES if m.needs_reference and m.weight is not None
+)
 
 
 #: What deploy needs scored by default (``[gate] required``): grounding, the image check.
@@ -236,7 +233,7 @@ DEFAULT_REQUIRED: tuple[str, ...] = ("grounding",)
 MAX_WEIGHT = 1e6
 
 #: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
-FUSABLE_MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report", "hare")
+FUSABLE_MODULES: tuple[str, ...] = MODULE_NAMES
 
 
 def _known_module(name: str, where: str) -> None:
@@ -254,13 +251,6 @@ def _known_module(name: str, where: str) -> None:
     raise ConfigError(
         f"{where}: unknown module {name!r}{hint}; known: {', '.join(FUSABLE_MODULES)}"
     )
-
-
-def _finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite real number, else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
@@ -330,7 +320,7 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         for name in ("deploy", "review"):
-            v = _finite(getattr(self, name))
+            v = finite(getattr(self, name))
             require(
                 v is not None and 0.0 <= v <= 1.0,
                 f"{name} threshold must be in [0, 1], got {getattr(self, name)!r}",
@@ -341,7 +331,7 @@ class GateConfig:
         )
         floors: dict[str, float] = {}
         for name, value in dict(self.floors).items():
-            v = _finite(value)
+            v = finite(value)
             if not name or v is None or not 0.0 <= v <= 1.0:
                 raise ConfigError(
                     f"floors: {name!r} = {value!r}: need a module name and a value in [0, 1]"
@@ -349,7 +339,7 @@ class GateConfig:
             _known_module(str(name), "floors")
             floors[str(name)] = v
         object.__setattr__(self, "floors", MappingProxyType(floors))
-        cov = _finite(self.min_coverage)
+        cov = finite(self.min_coverage)
         require(
             cov is not None and 0.0 <= cov <= 1.0,
             f"min_coverage must be in [0, 1], got {self.min_coverage!r}",

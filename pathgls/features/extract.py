@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pathgls import __version__
 from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, WindowBuffers, encode_highres, window_offsets
 from pathgls.errors import BagError, PathGLSError
@@ -34,6 +33,7 @@ from pathgls.registry import parse_spec
 from pathgls.tiling import PatchBatch, stream_patches
 from pathgls.tiling.readers import SlideReader
 from pathgls.tiling.resolution import ReadPlan
+from pathgls.version import __version__
 
 log = logging.getLogger("pathgls.features.extract")
 

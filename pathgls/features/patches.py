@@ -39,7 +39,6 @@ from typing import Any
 import h5py
 import numpy as np
 
-from pathgls import __version__
 from pathgls.config import TilingConfig, config_to_dict
 from pathgls.errors import BagError
 from pathgls.features.bag_checks import check_coords, check_storage
@@ -48,6 +47,7 @@ from pathgls.tiling.grid import PatchGrid
 from pathgls.tiling.identity import FileIdentity
 from pathgls.tiling.resolution import ReadPlan
 from pathgls.tiling.tissue import TissueMask
+from pathgls.version import __version__
 
 FORMAT = "pathgls-patches"
 FORMAT_VERSION = 1

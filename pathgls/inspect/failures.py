@@ -29,6 +29,7 @@ from pathgls.evidence import (
     StabilityEvidence,
 )
 from pathgls.inspect.paths import item_path, map_path
+from pathgls.modules import REFERENCE_FREE
 from pathgls.reasons import card_reasons
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
     from pathgls.text.base import EntityExtractor
 
-MODULES = ("grounding", "logic", "stability")
+MODULES = REFERENCE_FREE
 COLUMNS = ("item_id", "subject", "status", *MODULES, "trust", "route", "reason")
 _CHANGES = ("added", "removed", "negation_flipped", "diagnoses_before", "diagnoses_after")
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.errors import ConfigError, ReviewError, RunReportError
+from pathgls.modules import MODULE_NAMES
 
 TEMPLATE = "review.html.j2"
-MODULES = ("grounding", "logic", "stability", "report", "hare")
+MODULES = MODULE_NAMES
 
 
 def card_id(card: Any) -> str:

@@ -40,13 +40,14 @@ from pathgls.errors import (
 )
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
+from pathgls.modules import MODULE_NAMES
 from pathgls.reasons import card_reasons, same_statement
 from pathgls.types import ScoreCard
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "run_report.html.j2"
 #: Metrics of the subject table, in order.
-TABLE_METRICS = ("trust", "grounding", "logic", "stability", "report", "hare")
+TABLE_METRICS = ("trust", *MODULE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -461,8 +462,8 @@ def _certificates(config: Path | None, cards: list[ScoreCard]) -> dict[str, Any]
 
 
 def _run_info(run_dir: Path) -> dict[str, Any]:
-    from pathgls import __version__
     from pathgls.runner.manifest import read_manifest
+    from pathgls.version import __version__
 
     manifest = read_manifest(run_dir)
     config = run_dir / "config.toml"

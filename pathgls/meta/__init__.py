@@ -1,7 +1,6 @@
 """Which metric to believe, and how to weigh the modules: validation against experts.
 
 - :mod:`.correlate` — correlation with expert scores (the published protocol), sensitivity;
-- :mod:`.perturb` — controlled report perturbations for sensitivity tables;
 - :mod:`.metrics` — the registry of reference-based report metrics;
 - :mod:`.calibrate` — fusion weights, gate thresholds and ablation from labelled data;
 - :mod:`.certify` — certified gate thresholds (Learn-then-Test, exact binomial bound), and

@@ -33,13 +33,15 @@ from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
 from pathgls.errors import CalibrationError, TableError
 from pathgls.fusion import shown
 from pathgls.io.tables import delimiter_for, read_table
+from pathgls.modules import BY_NAME, WEIGHTED
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
 
-MODULES: tuple[str, ...] = ("grounding", "logic", "stability", "report")
+#: The modules fused by default, whose weights are searched.
+MODULES: tuple[str, ...] = WEIGHTED
 #: Columns a validation table may leave out (every item then lacks that module).
-OPTIONAL_COLUMNS: tuple[str, ...] = ("report",)
+OPTIONAL_COLUMNS: tuple[str, ...] = tuple(m for m in MODULES if BY_NAME[m].needs_reference)
 DEFAULT_WEIGHTS: Mapping[str, float] = dict(FUSION_WEIGHTS)
 _TIE = 1e-12  # ρ values closer than this are ties
 #: Fewer labelled rows than this get a warning: the 95% CI of a Spearman ρ near 0.5 is still

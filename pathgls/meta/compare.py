@@ -38,11 +38,12 @@ from scipy import stats
 from pathgls.config import FusionConfig
 from pathgls.errors import ComparisonError
 from pathgls.meta.ranking import card_coverage, matched_values
-from pathgls.meta.stats import holm
+from pathgls.meta.stats import bootstrap_ci, holm
+from pathgls.modules import WEIGHTED
 from pathgls.types import ScoreCard
 
 #: What can be compared: the trust score or one module's value.
-COMPARABLE = ("trust", "grounding", "logic", "stability", "report")
+COMPARABLE = ("trust", *WEIGHTED)
 
 
 @dataclass(frozen=True)
@@ -158,15 +159,6 @@ def completed_values(cards: Iterable[ScoreCard], *, metric: str) -> dict[str, di
     return out
 
 
-def _bootstrap_mean_ci(d: np.ndarray, cfg: CompareConfig) -> tuple[float, float]:
-    rng = np.random.default_rng(cfg.seed)
-    idx = rng.integers(0, d.size, size=(cfg.n_boot, d.size))
-    means = d[idx].mean(axis=1)
-    alpha = (1.0 - cfg.confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return float(low), float(high)
-
-
 def _p_permutation(d: np.ndarray, cfg: CompareConfig) -> float:
     if not np.any(np.abs(d) > 0):
         return 1.0
@@ -212,7 +204,7 @@ def compare_pair(
     x = np.array([values_a[i] for i in shared], dtype=np.float64)
     y = np.array([values_b[i] for i in shared], dtype=np.float64)
     d = x - y
-    low, high = _bootstrap_mean_ci(d, cfg)
+    low, high = bootstrap_ci(d, n_boot=cfg.n_boot, confidence=cfg.confidence, seed=cfg.seed)
     p = _p_permutation(d, cfg)
     wins = int((d > cfg.tie_margin).sum())
     losses = int((d < -cfg.tie_margin).sum())

@@ -8,7 +8,8 @@ line expert ~ metric, and n. Rows with a NaN expert score or metric value are dr
 warning, never imputed.
 
 :func:`sensitivity` is the PathGLS Table 1 harness: a score function applied to control and
-perturbed sets of reports (:mod:`pathgls.meta.perturb`), the mean per set and its change in percent.
+perturbed sets of reports (the tests make them with ``tests/perturb.py``), the mean per set and
+its change in percent.
 
 Calibrating the trust score itself — the module weight search, deploy thresholds for a target
 precision and the module ablation — lives in :mod:`pathgls.meta.calibrate` (``pathgls calibrate``).

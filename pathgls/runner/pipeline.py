@@ -31,6 +31,7 @@ from pathgls.errors import PathGLSError
 from pathgls.evidence import HareEntityMatch, HareEvidence
 from pathgls.fusion import gate_scorecard
 from pathgls.io.names import safe_stem
+from pathgls.modules import SCORE_MODULES
 from pathgls.runner.breaker import GenerationFailure, SubjectBreaker
 from pathgls.runner.items import WorkItem
 from pathgls.runner.models import Models, describe_model, is_random, load_models
@@ -61,12 +62,7 @@ NO_ENCODER_REASON = (
     "`pathgls models pull plip`)"
 )
 #: Which loaded models each module's score depends on (a random one marks the module).
-MODULE_MODELS = {
-    "grounding": ("encoder", "extractor"),
-    "logic": ("nli", "extractor"),
-    "stability": ("embedder", "nli", "extractor"),
-    "report": ("embedder", "extractor"),
-}
+MODULE_MODELS = {m.name: m.models for m in SCORE_MODULES if m.models}
 
 
 class _TimedSubject:

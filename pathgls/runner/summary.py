@@ -28,9 +28,11 @@ from pathgls.io.atomic import write_via
 from pathgls.io.sanitize import csv_cell
 from pathgls.meta.ranking import RULE, card_coverage, rank_subjects
 from pathgls.meta.stats import bootstrap_ci
+from pathgls.modules import MODULE_NAMES
 from pathgls.types import ROUTES, STATUSES, ScoreCard
 
-METRICS = ("grounding", "logic", "stability", "hare", "report", "trust")
+#: Every module (hare before report: summary.csv's documented column order), then the trust.
+METRICS = (*sorted(MODULE_NAMES, key=lambda m: m == "report"), "trust")
 COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in STATUSES), *ROUTES)
 STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
 #: Share of the fusion weight scored, per card (:attr:`pathgls.fusion.FusionResult.coverage`).
@@ -272,7 +274,7 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
 
 
 #: The bar groups of :func:`plot_subjects`: the ranking's number and coverage, then the rest.
-PLOT_GROUPS = (COVERAGE, MATCHED, "trust", "grounding", "logic", "stability", "report", "hare")
+PLOT_GROUPS = (COVERAGE, MATCHED, "trust", *MODULE_NAMES)
 _GROUP_LABELS = {
     MATCHED: "matched trust\n(ranked within tier)",
     COVERAGE: "coverage\n(tier)",

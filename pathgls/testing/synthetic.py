@@ -28,9 +28,12 @@ lower levels wait in temporary files (next to the output) until level 0 is writt
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import os
 import tempfile
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -247,6 +250,7 @@ def write_aperio_pyramid(
 
     Raises:
         ValueError: an argument is invalid, or the source returns pixels of the wrong shape.
+        ModuleNotFoundError: ``compression="jpeg"`` without imagecodecs (the dev extra).
     """
     import tifffile
 
@@ -260,6 +264,13 @@ def write_aperio_pyramid(
         raise ValueError(f"mpp and magnification must be > 0, got {mpp} and {magnification}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if compression == "jpeg" and importlib.util.find_spec("imagecodecs") is None:
+        # not a runtime dependency of pathgls: the dev extra installs it
+        raise ModuleNotFoundError(
+            "a JPEG pyramid needs imagecodecs, through which tifffile writes JPEG TIFFs "
+            "(pip install 'pathgls[dev]'); compression='deflate' needs nothing more",
+            name="imagecodecs",
+        )
     region = _as_region_source(source, width, height)
     if bigtiff is None:
         bigtiff = width * height * 3 * 4 // 3 >= 2**32
@@ -293,6 +304,10 @@ def write_aperio_pyramid(
 
 
 # --- internals -----------------------------------------------------------------------------
+
+
+#: JPEG chroma subsampling (horizontal, vertical) → Pillow's code: 4:4:4, 4:2:2, 4:2:0.
+_PIL_SUBSAMPLING = {(1, 1): 0, (2, 1): 1, (2, 2): 2}
 
 
 @dataclass(frozen=True)
@@ -366,14 +381,18 @@ class _Spec:
         return -(-w // self.tile), -(-h // self.tile)
 
     def encode(self, tile: np.ndarray) -> bytes:
-        import imagecodecs
-
+        # Runtime dependencies only (Pillow's libjpeg-turbo, the standard zlib): the same bytes
+        # as imagecodecs' jpeg8_encode and zlib_encode, which encoded the tiles before
         if self.compression == "jpeg":
-            return imagecodecs.jpeg8_encode(
-                tile, level=self.quality, colorspace="RGB", outcolorspace="YCBCR",
-                subsampling=self.subsampling,
-            )  # fmt: skip
-        return imagecodecs.zlib_encode(tile, level=6)
+            out = io.BytesIO()
+            Image.fromarray(tile, "RGB").save(
+                out,
+                format="JPEG",
+                quality=self.quality,
+                subsampling=_PIL_SUBSAMPLING[self.subsampling],
+            )
+            return out.getvalue()
+        return zlib.compress(np.ascontiguousarray(tile).tobytes(), 6)
 
 
 class _TileCache:

@@ -33,7 +33,7 @@ from pathgls.text.case.read_markers import read_markers
 from pathgls.text.case.read_site import read_side, read_titles
 from pathgls.text.case.read_staging import read_depth, read_nodes, read_stage
 from pathgls.text.case.read_tumour import read_grade, read_size, read_type
-from pathgls.text.case.subjects import Subject, clean_name
+from pathgls.text.case.subjects import ClauseSubject, clean_name
 from pathgls.text.case.vocab import MULTIPLE_TUMOURS, vocabulary
 from pathgls.text.document import Document, parse_document
 
@@ -89,7 +89,7 @@ def build_case(report: str | bytes | Document) -> Case:
     doc = report if isinstance(report, Document) else parse_document(report)
     case = Case(document=doc)
     topic = ""
-    population: Subject | None = None
+    population: ClauseSubject | None = None
     last_block_end = -1
     # a very long report (pasted twice, a template repeated): each distinct statement read once,
     # so the checks stay near-linear; ordinary reports (a few hundred statements) read all

@@ -17,7 +17,7 @@ from pathgls.text.case.polarity import (
     is_gross,
     polarity,
 )
-from pathgls.text.case.subjects import Subject, subject_before
+from pathgls.text.case.subjects import ClauseSubject, subject_before
 from pathgls.text.document import Statement
 
 #: Regions whose statements are read for most slots (gross only for size and side).
@@ -128,7 +128,7 @@ class Context:
         vs = self.value_start if self.in_label(start) else -1
         return polarity(self.text, c, start, end, value_start=vs)
 
-    def subject(self, pos: int, *, skip: frozenset[str] = frozenset()) -> Subject | None:
+    def subject(self, pos: int, *, skip: frozenset[str] = frozenset()) -> ClauseSubject | None:
         """The subject of a finding at ``pos`` (see :func:`subject_before`). A label that names
         the specimen ("Lobectomy of the right upper lobe:", "Kidney, left:") is the specimen the
         tumour is in, not another tissue."""
@@ -211,7 +211,7 @@ class Context:
         note = "gross" if self.gross(start) else ""
         return self.add(slot, key, value, start, end, target=target, certain=certain, note=note)
 
-    def target(self, subject: Subject | None, default: str, *, name: str = "") -> Target:
+    def target(self, subject: ClauseSubject | None, default: str, *, name: str = "") -> Target:
         """The target a subject names, in this statement's part (``default`` when none)."""
         part = self.part
         if subject is None:

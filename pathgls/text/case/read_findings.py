@@ -13,7 +13,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, DENIED_BEFORE, PRESENT, UNCERTAIN
-from pathgls.text.case.subjects import Subject, location_after, subjects_in
+from pathgls.text.case.subjects import ClauseSubject, location_after, subjects_in
 from pathgls.text.case.vocab import CONFINED, vocabulary
 
 _INVOLVE_BEFORE = re.compile(
@@ -78,7 +78,7 @@ def _tumour_target(ctx: Context, pos: int, *, default: str = "tumour") -> Target
     return ctx.target(_finding_subject(ctx, pos, pos), default)
 
 
-def _finding_subject(ctx: Context, start: int, end: int) -> Subject | None:
+def _finding_subject(ctx: Context, start: int, end: int) -> ClauseSubject | None:
     """What a finding at ``text[start:end]`` is about. A denied tumour word is no subject ("the
     gallbladder shows no carcinoma and no perineural invasion": the gallbladder's); a denied
     finding with no subject before it is about the place named after it ("no necrosis is
@@ -340,7 +340,7 @@ def _label_is_structure(ctx: Context, m: re.Match[str]) -> bool:
     )
 
 
-def _is_structure(subject: Subject, key: str) -> bool:
+def _is_structure(subject: ClauseSubject, key: str) -> bool:
     return any(w in key for w in subject.name.split()) or subject.name in key
 
 

@@ -14,7 +14,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import PRESENT, UNCERTAIN
-from pathgls.text.case.subjects import Subject, clean_name, subjects_in
+from pathgls.text.case.subjects import ClauseSubject, clean_name, subjects_in
 
 _MARGIN_WORD = re.compile(
     r"(?<![A-Za-z])(?:margins?|resection\s+lines?|inked\s+surfaces?|ink)(?![A-Za-z])", re.I
@@ -246,7 +246,7 @@ _COORDINATOR = re.compile(
 )
 
 
-def _coordinated_statuses(ctx: Context, mentions: list[Subject]) -> dict[int, str]:
+def _coordinated_statuses(ctx: Context, mentions: list[ClauseSubject]) -> dict[int, str]:
     """Statuses margins share with their neighbours in a list: "involves the prostatic margins
     and the distal urethral margin", "all margins, including the apical margin, are free"."""
     text = ctx.text
@@ -318,7 +318,7 @@ _WHAT_IS_THERE = re.compile(
 )
 
 
-def _names_other_margins(ctx: Context, mentions: list[Subject]) -> bool:
+def _names_other_margins(ctx: Context, mentions: list[ClauseSubject]) -> bool:
     """A label "Surgical margins:" whose value names margins itself carries no status."""
     return any(o.start >= ctx.value_start for o in mentions)
 

@@ -11,7 +11,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
-from pathgls.text.case.subjects import NEOPLASTIC_BEFORE, Subject
+from pathgls.text.case.subjects import NEOPLASTIC_BEFORE, ClauseSubject
 from pathgls.text.case.vocab import OTHER_POPULATIONS, vocabulary
 
 # ----------------------------------------------------------------------------------
@@ -217,14 +217,15 @@ def _result(word: str, marker: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def read_markers(ctx: Context, population: Subject | None = None) -> Subject | None:
+def read_markers(ctx: Context, population: ClauseSubject | None = None) -> ClauseSubject | None:
     """IHC results per marker and population; returns the population a later statement of the
     same paragraph inherits (an explicit non-tumour population, else None)."""
     vocab = vocabulary()
     text = ctx.text
     carried = population
-    explicit: Subject | None = None
-    said_of: Subject | None = None  # the subject this statement's earlier results were said of
+    explicit: ClauseSubject | None = None
+    # the subject this statement's earlier results were said of
+    said_of: ClauseSubject | None = None
     if _PERFORMED.search(text, ctx.start, ctx.end):
         return carried  # "Immunostains for ER and PR are performed": a test, not a result
     if _COMPARISON.search(text, ctx.start, ctx.end):
@@ -300,7 +301,7 @@ def read_markers(ctx: Context, population: Subject | None = None) -> Subject | N
         if cells_after and (subject is None or subject.kind == "tumour"):
             # "MLH1 staining is retained in the adjacent non-neoplastic stromal cells"
             name = cells_after.group("p") or cells_after.group("c")
-            subject = Subject("population", " ".join(name.lower().split()), 0, 0)
+            subject = ClauseSubject("population", " ".join(name.lower().split()), 0, 0)
         if subject is not None and subject.kind in ("population", "background", "tissue", "lesion"):
             explicit = subject
         elif (

@@ -245,8 +245,8 @@ _CLOSEST = re.compile(r"\b(?:closest|nearest)\b", re.I)
 
 
 @dataclass(frozen=True)
-class Subject:
-    """The subject phrase of a clause."""
+class ClauseSubject:
+    """The subject phrase of a clause (a subject *model* is :class:`pathgls.subjects.Subject`)."""
 
     kind: str  # tumour, lesion, margin, nodes, tissue, background, population
     name: str = ""  # lesion concept, margin name, station, tissue word
@@ -297,27 +297,27 @@ def _partial_lead(text: str, start: int, pos: int) -> bool:
     return bool(_PARTIAL_LEAD.search(text, max(start, pos - 25), pos))
 
 
-def _subjects(text: str, start: int, end: int) -> list[Subject]:
+def _subjects(text: str, start: int, end: int) -> list[ClauseSubject]:
     vocab = vocabulary()
-    found: list[Subject] = []
+    found: list[ClauseSubject] = []
     for m in _MARGIN.finditer(text, start, end):
         name, a, partial = _name_before(text, m.start(), start)
         key = "closest" if _CLOSEST.search(name) else clean_name(name)
         partial = partial or bool(_PARTIAL.search(name)) or _partial_lead(text, start, a)
-        found.append(Subject("margin", key, a, m.end(), partial))
+        found.append(ClauseSubject("margin", key, a, m.end(), partial))
     for m in _NODES.finditer(text, start, end):
         name, a, partial = _name_before(text, m.start(), start)
         partial = partial or _partial_lead(text, start, a)
-        found.append(Subject("nodes", clean_name(name, station=True), a, m.end(), partial))
+        found.append(ClauseSubject("nodes", clean_name(name, station=True), a, m.end(), partial))
     for m in vocab.diagnoses.finditer(text, start, end):
         term = vocab.diagnosis(m.group())
         if term is None:
             continue
         other = bool(_OTHER.search(text, max(start, m.start() - 40), m.start()))
         kind = "tumour" if term.concept in GENERIC_CONCEPTS else "lesion"
-        found.append(Subject(kind, term.concept, m.start(), m.end(), other=other))
+        found.append(ClauseSubject(kind, term.concept, m.start(), m.end(), other=other))
     for m in _PART_REF.finditer(text, start, end):
-        found.append(Subject("part", m.group("p").upper(), m.start(), m.end()))
+        found.append(ClauseSubject("part", m.group("p").upper(), m.start(), m.end()))
     for m in _TUMOUR.finditer(text, start, end):
         w = m.group("w").lower()
         other = bool(
@@ -331,18 +331,19 @@ def _subjects(text: str, start: int, end: int) -> list[Subject]:
         if pre and pre not in _TUMOUR_PRE and not re.fullmatch(r"the|this|a|an", pre):
             other = True  # "interstitial cell tumor", "granular cell tumor": another lesion
         kind = "tumour"
-        found.append(Subject(kind, w, m.start("w"), m.end(), other=other))
+        found.append(ClauseSubject(kind, w, m.start("w"), m.end(), other=other))
     for m in _BACKGROUND.finditer(text, start, end):
-        found.append(Subject("background", m.group().lower(), m.start(), m.end()))
+        found.append(ClauseSubject("background", m.group().lower(), m.start(), m.end()))
     for m in _POPULATION.finditer(text, start, end):
         if "lymph" not in m.group().lower() and NEOPLASTIC_BEFORE.search(
             text, max(start, m.start() - 20), m.start()
         ):
-            found.append(Subject("tumour", "cells", m.start(), m.end()))  # "neoplastic astrocytes"
+            # "neoplastic astrocytes"
+            found.append(ClauseSubject("tumour", "cells", m.start(), m.end()))
             continue
-        found.append(Subject("population", m.group().lower(), m.start(), m.end()))
+        found.append(ClauseSubject("population", m.group().lower(), m.start(), m.end()))
     for m in _TISSUE.finditer(text, start, end):
-        found.append(Subject("tissue", m.group("w").lower(), m.start(), m.end()))
+        found.append(ClauseSubject("tissue", m.group("w").lower(), m.start(), m.end()))
     return found
 
 
@@ -360,7 +361,7 @@ def subject_before(
     *,
     label: tuple[int, int] | None = None,
     skip: frozenset[str] = frozenset(),
-) -> Subject | None:
+) -> ClauseSubject | None:
     """The subject of a finding at ``pos`` in a clause starting at ``start`` (see module doc).
 
     ``label``: the span of the statement's checklist label, used when the clause names none;
@@ -368,7 +369,7 @@ def subject_before(
     A phrase after a preposition is a subject still when a predicate follows it ("through the
     capsule; inked radial margins are free").
     """
-    best: Subject | None = None
+    best: ClauseSubject | None = None
     for s in _subjects(text, start, pos):
         if s.end > pos or s.kind in skip:
             continue
@@ -403,7 +404,7 @@ _RANK = {
 }
 
 
-def _prefer(old: Subject | None, new: Subject) -> Subject:
+def _prefer(old: ClauseSubject | None, new: ClauseSubject) -> ClauseSubject:
     """Of two overlapping subjects, the more specific ("tumor cells" over "cells")."""
     if old is None or new.start >= old.end:
         return new
@@ -417,7 +418,7 @@ _LOCATIVE = re.compile(
 )
 
 
-def location_after(text: str, pos: int, end: int) -> Subject | None:
+def location_after(text: str, pos: int, end: int) -> ClauseSubject | None:
     """The place a denial names after the finding ("no carcinoma *in eight lymph nodes*")."""
     m = _LOCATIVE.match(text, pos, end)
     if not m:
@@ -429,6 +430,6 @@ def location_after(text: str, pos: int, end: int) -> Subject | None:
     return first if first.kind not in ("tumour",) else None
 
 
-def subjects_in(text: str, start: int, end: int) -> list[Subject]:
+def subjects_in(text: str, start: int, end: int) -> list[ClauseSubject]:
     """Every subject phrase in ``text[start:end]`` (for lesion and population cues)."""
     return _subjects(text, start, end)

@@ -1,4 +1,7 @@
-"""Controlled report perturbations for sensitivity tests (PathGLS Table 1 style).
+"""Controlled report perturbations for sensitivity tests (PathGLS Table 1 style): a test helper.
+
+It was ``pathgls/meta/perturb.py``; nothing in the package, the CLI or the benchmarks used it
+(the Logic sensitivity benchmark scores hand-written edits), so it lives beside its tests.
 
 Deliberately independent of the scorers: plain regular expressions and word tables, no
 entity extractor, no NLI, so a scorer cannot be tuned to its own perturbations.
