@@ -31,14 +31,16 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
 
 from pathgls.errors import BagError
 from pathgls.features.bag_checks import DATASETS, check_coords, check_storage
-from pathgls.tiling.identity import FileIdentity
+
+if TYPE_CHECKING:
+    from pathgls.tiling.identity import FileIdentity
 
 PARTIAL_SUFFIX = ".partial"
 _PLANNED = "_planned_coords"  # internal dataset of partial files: the coordinates to write
@@ -118,6 +120,10 @@ class BagMeta:
     def slide_identity(self) -> FileIdentity:
         """The identity of the slide the bag was made from (size and hashes; 0 / "" where an
         older bag did not record them)."""
+        # imported here: the tiling package's __init__ pulls in scipy (tissue masks), and a
+        # command that fails on its inputs must not pay for it (tests/test_fail_fast.py)
+        from pathgls.tiling.identity import FileIdentity
+
         return FileIdentity(
             size=int(self.slide_size),
             mtime_ns=int(self.slide_mtime_ns),
