@@ -257,3 +257,11 @@ def test_extra_pairs_are_read_and_a_bad_line_is_named(tmp_path: Path) -> None:
     bad.write_text(good.read_text() + '{"premise": "a", "hypothesis": "b", "label": 2}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:3: not a labelled pair"):
         read_pairs(bad)
+
+
+def test_an_endless_pairs_file_is_stopped_at_the_text_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathgls.errors import InputTooLargeError
+
+    monkeypatch.setenv("PATHGLS_MAX_TEXT_BYTES", "100000")
+    with pytest.raises(InputTooLargeError, match="labelled pairs file"):
+        read_pairs(Path("/dev/zero"))

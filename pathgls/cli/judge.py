@@ -72,7 +72,9 @@ def train(
 
     try:
         extra = read_pairs(pairs) if pairs is not None else []
-    except ValueError as e:
+    except PathGLSError as e:  # too large, or an endless stream
+        fail(console, e)
+    except (ValueError, OSError) as e:
         fail(console, PathGLSError(str(e)))
     try:
         cfg = TrainConfig(steps=steps, batch_size=batch_size, seed=seed)

@@ -284,21 +284,26 @@ def neighbour_pairs(
 
 def read_pairs(path: Path) -> list[Pair]:
     """Labelled pairs from a JSON-lines file (premise, hypothesis, label, source)."""
+    from pathgls.io.limits import read_bounded
+
     out: list[Pair] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                label = int(row["label"])
-                if label not in (0, 1):
-                    raise ValueError(f"label {label} is not 0 or 1")
-                out.append(
-                    Pair(str(row["premise"]), str(row["hypothesis"]), label, str(row["source"]))
-                )
-            except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{path}:{n}: not a labelled pair ({e})") from e
+    # bounded like every reader (a device or an endless stream is stopped at the text cap)
+    raw = read_bounded(path, what="labelled pairs file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e})") from e
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            label = int(row["label"])
+            if label not in (0, 1):
+                raise ValueError(f"label {label} is not 0 or 1")
+            out.append(Pair(str(row["premise"]), str(row["hypothesis"]), label, str(row["source"])))
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}:{n}: not a labelled pair ({e})") from e
     return out
 
 
