@@ -21,6 +21,14 @@ import torch
 
 from pathgls.config import EncoderConfig
 from pathgls.encoders.base import ClipEncoder, TorchPreprocess
+from pathgls.encoders.clip_vision import (
+    ProcessorSpec,
+    VisionSpec,
+    load_tower,
+    plain_spec,
+    read_json,
+    read_processor,
+)
 from pathgls.encoders.registry import register_encoder
 from pathgls.errors import EncoderError
 from pathgls.hub import store as hub
@@ -52,7 +60,11 @@ def _field(value: Any, key: str) -> Any:
     return getattr(value, key, None)
 
 
-def _preprocess_from_processor(location: str, image_size: int) -> TorchPreprocess:
+def _processor_spec(location: str) -> ProcessorSpec | None:
+    """The processor config's numbers: read directly, else through transformers (None: none)."""
+    spec = read_processor(location)
+    if spec is not None:
+        return spec
     from transformers import AutoImageProcessor
 
     try:
@@ -61,26 +73,35 @@ def _preprocess_from_processor(location: str, image_size: int) -> TorchPreproces
         logger.warning(
             "no image processor config in %s (%s); using OpenAI CLIP mean/std", location, e
         )
-        return TorchPreprocess(size=image_size, mean=_CLIP_MEAN, std=_CLIP_STD)
-    shortest = _field(getattr(proc, "size", None), "shortest_edge")
+        return None
     crop = getattr(proc, "crop_size", None)
-    crop_side = _field(crop, "height") if getattr(proc, "do_center_crop", True) else None
-    if crop_side is not None and crop_side != image_size:
+    resample = getattr(proc, "resample", 3)
+    return ProcessorSpec(
+        shortest_edge=_field(getattr(proc, "size", None), "shortest_edge"),
+        crop_side=_field(crop, "height") if getattr(proc, "do_center_crop", True) else None,
+        resample=int(resample) if isinstance(resample, int) else 3,
+        mean=tuple(float(v) for v in getattr(proc, "image_mean", _CLIP_MEAN)),  # type: ignore[arg-type]
+        std=tuple(float(v) for v in getattr(proc, "image_std", _CLIP_STD)),  # type: ignore[arg-type]
+    )
+
+
+def _preprocess_from_processor(location: str, image_size: int) -> TorchPreprocess:
+    spec = _processor_spec(location)
+    if spec is None:
+        return TorchPreprocess(size=image_size, mean=_CLIP_MEAN, std=_CLIP_STD)
+    if spec.crop_side is not None and spec.crop_side != image_size:
         logger.warning(
             "processor of %s crops to %s but the model takes %s px; using the model's size",
             location,
-            crop_side,
+            spec.crop_side,
             image_size,
         )
-    resample = getattr(proc, "resample", 3)
-    interpolation = _PIL_RESAMPLE.get(int(resample) if isinstance(resample, int) else 3, "bicubic")
-    mean = tuple(float(v) for v in getattr(proc, "image_mean", _CLIP_MEAN))
-    std = tuple(float(v) for v in getattr(proc, "image_std", _CLIP_STD))
+    shortest = spec.shortest_edge
     return TorchPreprocess(
         size=image_size,
-        mean=mean,  # type: ignore[arg-type]
-        std=std,  # type: ignore[arg-type]
-        interpolation=interpolation,
+        mean=spec.mean,
+        std=spec.std,
+        interpolation=_PIL_RESAMPLE.get(spec.resample, "bicubic"),
         resize_mode="shortest" if shortest else "squash",
         resize_to=int(shortest) if shortest else None,
     )
@@ -106,9 +127,11 @@ def load_hf_clip(
     Raises:
         EncoderError: the directory holds no loadable ``CLIPModel``.
     """
+    device = resolve_device(config.device)
+    if image_only and (spec := plain_spec(location)) is not None:
+        return _plain_image_encoder(config, location, spec, device, model_id=model_id)
     from transformers import AutoConfig
 
-    device = resolve_device(config.device)
     try:
         hf_config = AutoConfig.from_pretrained(location, local_files_only=True)
     except (OSError, ValueError) as e:
@@ -142,6 +165,39 @@ def load_hf_clip(
         image_features=image_features,
         text_features=text_features,
         preprocess=_preprocess_from_processor(location, image_size),
+        module=model,
+    )
+
+
+def _plain_image_encoder(
+    config: EncoderConfig,
+    location: str,
+    spec: VisionSpec,
+    device: torch.device,
+    *,
+    model_id: str | None,
+) -> ClipEncoder:
+    """The image tower in plain torch (:mod:`pathgls.encoders.clip_vision`), no transformers."""
+    saved = read_json(Path(location) / "config.json") or {}
+    dtype_name = saved.get("dtype") or saved.get("torch_dtype")
+    precision = resolve_precision(
+        config.precision, device, preferred="bf16" if dtype_name == "bfloat16" else None
+    )
+    model = load_tower(location, spec, dtype=torch_dtype(precision), label=config.name)
+    model = model.to(device)
+    source_repo, revision = hub.location_source(location)
+    return ClipEncoder(
+        name=config.name,
+        dim=spec.projection_dim,
+        image_size=spec.image_size,
+        precision=precision,
+        device=str(device),
+        model_id=model_id or source_repo or str(location),
+        revision=revision,
+        random_weights=hub.is_random_weights(location),
+        image_features=model,
+        text_features=None,
+        preprocess=_preprocess_from_processor(location, spec.image_size),
         module=model,
     )
 
