@@ -170,6 +170,14 @@ class _Encoder(nn.Module):
         self.layers = nn.ModuleList(_Layer(spec) for _ in range(spec.num_hidden_layers))
 
 
+class _Table(nn.Module):
+    """An embedding table read whole (``nn.Embedding`` without its lookup and random init)."""
+
+    def __init__(self, rows: int, width: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(rows, width))
+
+
 class _Embeddings(nn.Module):
     def __init__(self, spec: VisionSpec) -> None:
         super().__init__()
@@ -178,7 +186,7 @@ class _Embeddings(nn.Module):
         self.patch_embedding = nn.Conv2d(
             spec.num_channels, width, spec.patch_size, stride=spec.patch_size, bias=False
         )
-        self.position_embedding = nn.Embedding((spec.image_size // spec.patch_size) ** 2 + 1, width)
+        self.position_embedding = _Table((spec.image_size // spec.patch_size) ** 2 + 1, width)
 
     def forward(self, pixels: torch.Tensor) -> torch.Tensor:
         patches = self.patch_embedding(pixels.to(dtype=self.patch_embedding.weight.dtype))
