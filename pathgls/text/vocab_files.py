@@ -84,6 +84,18 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
         "polarity_cues": _schema(
             "list cue", "list cue", patterns="cue", choices={"list": POLARITY_LISTS}
         ),
+        "slot_synonyms": _schema(
+            "slot key pattern",
+            "slot key pattern",
+            patterns="pattern",
+            choices={"slot": ("invasion", "extent", "finding")},
+        ),
+        "subject_words": _schema(
+            "list word",
+            "list word",
+            patterns="word",
+            choices={"list": ("tumour", "background", "other_population", "other_lesion")},
+        ),
     }
 )
 
@@ -102,12 +114,12 @@ class VocabTable:
         tests = [(self._index(c), v) for c, v in where.items()]
         return tuple(r[i] for r in self.rows if all(r[j] == v for j, v in tests))
 
-    def groups(self, key: str, value: str) -> MappingProxyType[str, tuple[str, ...]]:
-        """``key`` cell → the ``value`` cells of its rows (keys in order of first appearance)."""
+    def groups(self, key: str, value: str, **where: str) -> MappingProxyType[str, tuple[str, ...]]:
+        """``key`` cell → the ``value`` cells of its rows (keys in order of first appearance),
+        over the rows whose cells equal ``where``."""
         out: dict[str, list[str]] = {}
-        k, v = self._index(key), self._index(value)
-        for r in self.rows:
-            out.setdefault(r[k], []).append(r[v])
+        for k, v in zip(self.values(key, **where), self.values(value, **where), strict=True):
+            out.setdefault(k, []).append(v)
         return MappingProxyType({g: tuple(vs) for g, vs in out.items()})
 
     def mapping(self, key: str, value: str) -> MappingProxyType[str, str]:
