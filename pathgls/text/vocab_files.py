@@ -96,6 +96,11 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
             patterns="word",
             choices={"list": ("tumour", "background", "other_population", "other_lesion")},
         ),
+        "marker_results": _schema(
+            "word result", "word", choices={"result": ("positive", "negative", "equivocal")}
+        ),
+        "margin_synonyms": _schema("name margin", "name"),
+        "site_spellings": _schema("form site", "form"),
     }
 )
 
