@@ -101,6 +101,19 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
         ),
         "margin_synonyms": _schema("name margin", "name"),
         "site_spellings": _schema("form site", "form"),
+        "organ_words": _schema(
+            "list organ pattern",
+            "list organ pattern",
+            patterns="pattern",
+            choices={"list": ("report", "confined", "distant")},
+        ),
+        "type_organs": _schema(
+            "source value organ",
+            "source value",
+            choices={"source": ("lexicon_site", "histotype_family")},
+        ),
+        "confined_structures": _schema("organ structure", "organ structure"),
+        "adjacent_sites": _schema("site neighbour", "site neighbour"),
     }
 )
 
@@ -127,12 +140,30 @@ class VocabTable:
             out.setdefault(k, []).append(v)
         return MappingProxyType({g: tuple(vs) for g, vs in out.items()})
 
-    def mapping(self, key: str, value: str) -> MappingProxyType[str, str]:
-        """``key`` cell → ``value`` cell (``key`` must be the file's key)."""
-        if (key,) != SCHEMAS[self.name].key:
-            raise LexiconError(f"vocab/{self.name}.tsv: {key!r} is not the key of the file")
-        k, v = self._index(key), self._index(value)
-        return MappingProxyType({r[k]: r[v] for r in self.rows})
+    def alternation(self, column: str, **where: str) -> str:
+        """The cells of :meth:`values` joined with ``|``: one regular expression, alternatives
+        in file order."""
+        return "|".join(self.values(column, **where))
+
+    def alternations(self, key: str, value: str, **where: str) -> MappingProxyType[str, str]:
+        """``key`` cell → the alternation of its rows' ``value`` cells (see :meth:`groups`)."""
+        return MappingProxyType(
+            {k: "|".join(v) for k, v in self.groups(key, value, **where).items()}
+        )
+
+    def pairs(self, key: str, value: str, **where: str) -> tuple[tuple[str, str], ...]:
+        """(``key`` cell, ``value`` cell) of the rows whose cells equal ``where``, in file order."""
+        return tuple(zip(self.values(key, **where), self.values(value, **where), strict=True))
+
+    def mapping(self, key: str, value: str, **where: str) -> MappingProxyType[str, str]:
+        """``key`` cell → ``value`` cell over the rows whose cells equal ``where`` (in file order;
+        a key repeated among them is an error)."""
+        out: dict[str, str] = {}
+        for k, v in self.pairs(key, value, **where):
+            if k in out:
+                raise LexiconError(f"vocab/{self.name}.tsv: {key} {k!r} is given twice")
+            out[k] = v
+        return MappingProxyType(out)
 
     def _index(self, column: str) -> int:
         try:

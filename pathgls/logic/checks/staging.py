@@ -15,6 +15,7 @@ from types import MappingProxyType
 from pathgls.config import CheckWeights
 from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
 from pathgls.text.case import Fact
+from pathgls.text.vocab_files import load_table
 
 #: organ → pT category prefix → (lower bound exclusive, upper bound inclusive) in cm, None: open.
 SIZE_LIMITS: MappingProxyType[str, dict[str, tuple[float | None, float | None]]] = MappingProxyType(
@@ -408,13 +409,8 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 #: Organs whose metastasis is distant (M1) for a primary elsewhere; the peritoneum and omentum
 #: are regional for gynaecological primaries (FIGO III), not distant.
-_DISTANT = {
-    "liver": re.compile(r"\bliver\b|\bhepatic\b", re.I),
-    "brain": re.compile(r"\bbrain\b|\bcerebr\w*", re.I),
-    "bone": re.compile(r"\bbone\b|\bvertebra\w*|\bfemur\b|\brib\b", re.I),
-    "lung": re.compile(r"\blung\b|\bpulmonary\b", re.I),
-    "peritoneum": re.compile(r"\bperitone\w*|\bomentum\b|\bomental\b|\bumbilic\w*", re.I),
-}
+_DISTANT_WORDS = load_table("organ_words").alternations("organ", "pattern", list="distant")
+_DISTANT = {organ: re.compile(words, re.I) for organ, words in _DISTANT_WORDS.items()}
 _REGIONAL_PERITONEUM = frozenset({"ovary", "uterus", "fallopian tube", "cervix"})
 
 

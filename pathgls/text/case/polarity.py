@@ -19,7 +19,7 @@ from pathgls.text.vocab_files import load_table
 
 def _cues(name: str) -> str:
     """The alternation of cue list ``name`` of ``polarity_cues.tsv`` (rows in file order)."""
-    return "|".join(load_table("polarity_cues").values("cue", list=name))
+    return load_table("polarity_cues").alternation("cue", list=name)
 
 
 #: Polarity values of a presence fact.

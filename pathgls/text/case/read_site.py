@@ -59,36 +59,7 @@ def sites_compatible(a: str, b: str) -> bool:
 
 
 #: Neighbouring sub-sites a tumour or a specimen may span ("rectosigmoid", "body/tail").
-ADJACENT = {
-    frozenset(p)
-    for p in (
-        ("cecum", "ascending"),
-        ("ascending", "hepatic flexure"),
-        ("hepatic flexure", "transverse"),
-        ("transverse", "splenic flexure"),
-        ("splenic flexure", "descending"),
-        ("descending", "sigmoid"),
-        ("sigmoid", "rectosigmoid"),
-        ("rectosigmoid", "rectum"),
-        ("sigmoid", "rectum"),
-        ("head", "neck"),
-        ("head", "uncinate"),
-        ("neck", "body"),
-        ("body", "tail"),
-        ("neck", "uncinate"),
-        ("frontal", "parietal"),
-        ("frontal", "temporal"),
-        ("temporal", "parietal"),
-        ("parietal", "occipital"),
-        ("temporal", "occipital"),
-        ("insula", "temporal"),
-        ("insula", "frontal"),
-        ("insula", "parietal"),
-        ("upper", "middle"),
-        ("middle", "lower"),
-        ("upper", "lingula"),
-    )
-}
+ADJACENT = frozenset(frozenset(p) for p in load_table("adjacent_sites").pairs("site", "neighbour"))
 _FIELD = re.compile(
     r"laterality|\bside\b|(?:tumou?r\s+)?(?:site|location)|specimen|procedure", re.I
 )

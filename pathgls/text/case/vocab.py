@@ -39,7 +39,7 @@ def _synonyms(slot: str) -> MappingProxyType[str, tuple[str, ...]]:
 
 def _words(name: str) -> str:
     """The alternation of word list ``name`` of ``subject_words.tsv`` (rows in file order)."""
-    return "|".join(load_table("subject_words").values("word", list=name))
+    return load_table("subject_words").alternation("word", list=name)
 
 
 # --- invasion kinds ---------------------------------------------------------------------------
@@ -54,30 +54,20 @@ INVASION_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
 
 #: Structure → pattern (the key of the ``extent`` slot). Written as they are named in reports.
 STRUCTURE_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
-    {k: "|".join(forms) for k, forms in _synonyms("extent").items()}
+    load_table("slot_synonyms").alternations("key", "pattern", slot="extent")
 )
 
 #: Organ → structures it is confined within ("organ-confined" denies involving these).
-CONFINED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "prostate": ("extraprostatic tissue", "seminal vesicle"),
-        "kidney": ("perinephric fat", "renal sinus"),
-        "urinary bladder": ("perivesical tissue",),
-        "uterus": ("uterine serosa", "parametrium"),
-    }
+CONFINED: MappingProxyType[str, tuple[str, ...]] = load_table("confined_structures").groups(
+    "organ", "structure"
 )
-_CONFINED_ORGAN = {
-    "prostate": r"prostate|prostatic\s+gland|gland|organ",
-    "kidney": r"kidney|renal\s+parenchyma",
-    "urinary bladder": r"bladder(?:\s+wall)?",
-    "uterus": r"uterus|uterine\s+corpus|corpus",
-}
+_CONFINED_ORGAN = load_table("organ_words").alternations("organ", "pattern", list="confined")
 
 # --- other findings ------------------------------------------------------------------------------
 
 #: Finding → pattern: present/absent properties of a tumour besides invasion and extent.
 FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
-    {k: "|".join(forms) for k, forms in _synonyms("finding").items()}
+    load_table("slot_synonyms").alternations("key", "pattern", slot="finding")
 )
 
 # --- subjects -----------------------------------------------------------------------------------
