@@ -8,8 +8,9 @@ non-empty cell per column, without surrounding spaces (they would change a patte
 
 A file's columns, its key (no two rows may share it), its regular-expression columns (each cell
 must compile on its own: an alternative of the pattern the code builds), its number columns
-(``-``: no bound) and the values a column may take are declared in :data:`SCHEMAS`. Any
-violation is a :class:`~pathgls.errors.LexiconError` naming the file and the line.
+(``-``: no bound, see :func:`bound`) and the values a column may take are declared in
+:data:`SCHEMAS`. Any violation is a :class:`~pathgls.errors.LexiconError` naming the file and
+the line.
 
 Rows keep their order: an alternation is tried in the order its alternatives are written, and
 the first table entry that matches wins where the code takes the first one.
@@ -19,14 +20,16 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
+from typing import TypeVar
 
 from pathgls.errors import LexiconError
 
-#: A bound of a cut-off: a number, or None for an open side.
-Bound = int | float | None
+#: The type of a number column (int or float).
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,19 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
         ),
         "confined_structures": _schema("organ structure", "organ structure"),
         "adjacent_sites": _schema("site neighbour", "site neighbour"),
+        "stage_sizes": _schema(
+            "organ category above_cm up_to_cm",
+            "organ category",
+            numbers={"above_cm": float, "up_to_cm": float},
+        ),
+        "stage_nodes": _schema(
+            "organ category min max", "organ category", numbers={"min": int, "max": int}
+        ),
+        "stage_extent": _schema(
+            "rule organ category structure",
+            "rule organ category structure",
+            choices={"rule": ("rules_out", "requires")},
+        ),
     }
 )
 
@@ -150,6 +166,19 @@ class VocabTable:
         return MappingProxyType(
             {k: "|".join(v) for k, v in self.groups(key, value, **where).items()}
         )
+
+    def rows_by(
+        self, key: str, *columns: str, **where: str
+    ) -> MappingProxyType[str, tuple[tuple[str, ...], ...]]:
+        """``key`` cell → the ``columns`` cells of its rows (keys in order of first appearance),
+        over the rows whose cells equal ``where``."""
+        k, cols = self._index(key), [self._index(c) for c in columns]
+        tests = [(self._index(c), v) for c, v in where.items()]
+        out: dict[str, list[tuple[str, ...]]] = {}
+        for r in self.rows:
+            if all(r[j] == v for j, v in tests):
+                out.setdefault(r[k], []).append(tuple(r[i] for i in cols))
+        return MappingProxyType({g: tuple(rs) for g, rs in out.items()})
 
     def pairs(self, key: str, value: str, **where: str) -> tuple[tuple[str, str], ...]:
         """(``key`` cell, ``value`` cell) of the rows whose cells equal ``where``, in file order."""
@@ -252,6 +281,6 @@ def load_table(name: str) -> VocabTable:
     return parse_table(text, name=name)
 
 
-def bound(cell: str, kind: type) -> Bound:
+def bound(cell: str, kind: Callable[[str], N]) -> N | None:
     """A number cell of a validated table as ``kind``; ``-`` is None (no bound)."""
     return None if cell == "-" else kind(cell)
