@@ -273,6 +273,8 @@ def _check_row(cells: tuple[str, ...], schema: Schema, src: str, n: int) -> None
 def load_table(name: str) -> VocabTable:
     """The shipped vocabulary file ``name`` (``pathgls/resources/vocab/<name>.tsv``), read once
     per process and validated (see :func:`parse_table`)."""
+    if name not in SCHEMAS:
+        raise LexiconError(f"vocab/{name}.tsv: no schema for vocabulary file {name!r}")
     ref = resources.files("pathgls").joinpath("resources", "vocab", f"{name}.tsv")
     try:
         text = ref.read_text(encoding="utf-8")
