@@ -7,6 +7,9 @@ not identified", "LVI: absent") covers the findings of its clause before it; "no
 "cannot be assessed" denies nothing. A hedge ("possible", "suspicious for", "cannot be
 excluded", "no definite") makes the finding uncertain: it never enters a check. "Grossly"
 marks a naked-eye statement, which microscopy may overrule: also kept out of the checks.
+
+The cue words are data (``pathgls/resources/vocab/polarity_cues.tsv``, one alternative a line);
+this module sets them in their grammar (what may stand between a cue and its finding).
 """
 
 from __future__ import annotations

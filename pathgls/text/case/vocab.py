@@ -12,7 +12,9 @@ with the canonical key each one gives:
   tumour" fill the same ``extent:X`` slot;
 * **findings** — necrosis, microvascular proliferation, …
 
-Diagnosis names and IHC markers come from the project's lexicon
+The patterns and word lists are data in ``pathgls/resources/vocab/`` (``slot_synonyms.tsv``,
+``subject_words.tsv``, ``organ_words.tsv``, ``confined_structures.tsv``), read by
+:mod:`pathgls.text.vocab_files`. Diagnosis names and IHC markers come from the project's lexicon
 (:mod:`pathgls.text.lexicon`); their compatibility families from ``histotypes.tsv``.
 """
 
