@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pathgls.errors import LexiconError
+from pathgls.text.lexicon import load_lexicon
 from pathgls.text.vocab_files import SCHEMAS, bound, load_table, parse_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +59,7 @@ TABLES = {
     "pathgls.text.case.read_site": ("_CANON", "ADJACENT", "SITES"),
     "pathgls.text.case.build": ("_ORGANS", "_ORGAN_RX", "_TYPE_ORGAN", "_FAMILY_ORGAN"),
     "pathgls.text.case.subjects": ("_MARGIN_SYNONYMS",),
+    "pathgls.text.case.read_tumour": ("_SYSTEMS", "_RCC_SUBTYPES"),
     "pathgls.logic.checks.staging": (
         "SIZE_LIMITS",
         "EXTENT_RULES_OUT",
@@ -131,6 +133,8 @@ def test_structures_named_by_the_rules_are_extent_keys() -> None:
     extent = set(load_table("slot_synonyms").values("key", slot="extent"))
     assert set(load_table("confined_structures").values("structure")) <= extent
     assert set(load_table("stage_extent").values("structure")) <= extent
+    concepts = {t.concept for t in load_lexicon().terms if t.type == "pathological_diagnosis"}
+    assert set(load_table("rcc_subtypes").values("concept")) <= concepts
     confined = set(load_table("organ_words").values("organ", list="confined"))
     assert set(load_table("confined_structures").values("organ")) == confined
 

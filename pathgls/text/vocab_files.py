@@ -104,6 +104,8 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
         ),
         "margin_synonyms": _schema("name margin", "name"),
         "site_spellings": _schema("form site", "form"),
+        "grade_systems": _schema("name system", "name"),
+        "rcc_subtypes": _schema("subtype concept", "subtype"),
         "organ_words": _schema(
             "list organ pattern",
             "list organ pattern",
