@@ -195,10 +195,14 @@ def test_numbers_and_unknown_files() -> None:
     head = "organ\tcategory\tmin\tmax\n"
     t = parse_table(head + "colon\tN1\t1\t-\n", name="stage_nodes")
     assert t.rows == (("colon", "N1", "1", "-"),)
-    with pytest.raises(LexiconError, match=r"stage_nodes\.tsv:2: 'max' '3\.5' is not int"):
+    with pytest.raises(
+        LexiconError, match=r"stage_nodes\.tsv:2: 'max' '3\.5' is not int or - \(no bound\)"
+    ):
         parse_table(head + "colon\tN1\t1\t3.5\n", name="stage_nodes")
     with pytest.raises(LexiconError, match=r"x\.tsv:2: 'min' 'one' is not int"):
         parse_table(head + "colon\tN1\tone\t3\n", name="stage_nodes", source="x.tsv")
+    with pytest.raises(LexiconError, match=r"stage_nodes\.tsv:2: 'min' '-' is not int$"):
+        parse_table(head + "colon\tN1\t-\t3\n", name="stage_nodes")
     with pytest.raises(LexiconError, match="no schema for vocabulary file 'nope'"):
         parse_table(head, name="nope")
     with pytest.raises(LexiconError, match="no schema"):

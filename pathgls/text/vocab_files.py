@@ -8,7 +8,7 @@ non-empty cell per column, without surrounding spaces (they would change a patte
 
 A file's columns, its key (no two rows may share it), its regular-expression columns (each cell
 must compile on its own: an alternative of the pattern the code builds), its number columns
-(``-``: no bound, see :func:`bound`) and the values a column may take are declared in
+(some may be ``-``: no bound, see :func:`bound`) and the values a column may take are declared in
 :data:`SCHEMAS`. Any violation is a :class:`~pathgls.errors.LexiconError` naming the file and
 the line.
 
@@ -41,8 +41,10 @@ class Schema:
     key: tuple[str, ...]
     #: Columns of regular expressions (each cell must compile).
     patterns: tuple[str, ...] = ()
-    #: Columns of numbers, with their type (``-`` stands for no bound).
+    #: Columns of numbers, with their type.
     numbers: MappingProxyType[str, type] = field(default_factory=lambda: MappingProxyType({}))
+    #: Number columns where ``-`` stands for no bound.
+    open_ended: tuple[str, ...] = ()
     #: Columns restricted to a closed set of values.
     choices: MappingProxyType[str, frozenset[str]] = field(
         default_factory=lambda: MappingProxyType({})
@@ -55,6 +57,7 @@ def _schema(
     *,
     patterns: str = "",
     numbers: dict[str, type] | None = None,
+    open_ended: str = "",
     choices: dict[str, tuple[str, ...]] | None = None,
 ) -> Schema:
     return Schema(
@@ -62,6 +65,7 @@ def _schema(
         key=tuple(key.split()),
         patterns=tuple(patterns.split()),
         numbers=MappingProxyType(dict(numbers or {})),
+        open_ended=tuple(open_ended.split()),
         choices=MappingProxyType({k: frozenset(v) for k, v in (choices or {}).items()}),
     )
 
@@ -123,9 +127,13 @@ SCHEMAS: MappingProxyType[str, Schema] = MappingProxyType(
             "organ category above_cm up_to_cm",
             "organ category",
             numbers={"above_cm": float, "up_to_cm": float},
+            open_ended="above_cm up_to_cm",
         ),
         "stage_nodes": _schema(
-            "organ category min max", "organ category", numbers={"min": int, "max": int}
+            "organ category min max",
+            "organ category",
+            numbers={"min": int, "max": int},
+            open_ended="max",
         ),
         "stage_extent": _schema(
             "rule organ category structure",
@@ -258,12 +266,13 @@ def _check_row(cells: tuple[str, ...], schema: Schema, src: str, n: int) -> None
                 re.compile(cell)
             except re.error as e:
                 raise LexiconError(f"{src}:{n}: {col!r} {cell!r} is not a valid regex: {e}") from e
-        if col in schema.numbers and cell != "-":
+        if col in schema.numbers and not (cell == "-" and col in schema.open_ended):
             try:
                 schema.numbers[col](cell)
             except ValueError as e:
                 kind = schema.numbers[col].__name__
-                raise LexiconError(f"{src}:{n}: {col!r} {cell!r} is not {kind} (or -)") from e
+                what = f"{kind} or - (no bound)" if col in schema.open_ended else kind
+                raise LexiconError(f"{src}:{n}: {col!r} {cell!r} is not {what}") from e
         allowed = schema.choices.get(col)
         if allowed is not None and cell not in allowed:
             raise LexiconError(
