@@ -9,121 +9,55 @@ the former is checked. An organ the report does not name certainly gets no stage
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 from pathgls.config import CheckWeights
 from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
 from pathgls.text.case import Fact
+from pathgls.text.vocab_files import bound, load_table
+
+
+def _extent(rule: str) -> MappingProxyType[str, Mapping[str, tuple[str, ...]]]:
+    """organ → pT category → structures, for one rule of ``stage_extent.tsv`` (file order)."""
+    by_organ = load_table("stage_extent").rows_by("organ", "category", "structure", rule=rule)
+    return MappingProxyType(
+        {
+            organ: MappingProxyType(
+                {cat: tuple(st for c, st in rows if c == cat) for cat, _ in rows}
+            )
+            for organ, rows in by_organ.items()
+        }
+    )
+
 
 #: organ → pT category prefix → (lower bound exclusive, upper bound inclusive) in cm, None: open.
-SIZE_LIMITS: MappingProxyType[str, dict[str, tuple[float | None, float | None]]] = MappingProxyType(
-    {
-        "breast": {
-            "T1mi": (None, 0.1),
-            "T1a": (None, 0.5),
-            "T1b": (0.5, 1.0),
-            "T1c": (1.0, 2.0),
-            "T1": (None, 2.0),
-            "T2": (2.0, 5.0),
-            "T3": (5.0, None),
-        },
-        "lung": {
-            "T1a": (None, 2.0),
-            "T1b": (None, 3.0),
-            "T1c": (None, 3.0),
-            "T1": (None, 3.0),
-            "T2a": (None, 5.0),
-            "T2b": (4.0, 7.0),
-        },
-        "kidney": {
-            "T1a": (None, 4.0),
-            "T1b": (4.0, 7.0),
-            "T1": (None, 7.0),
-            "T2a": (7.0, 10.0),
-            "T2b": (10.0, None),
-            "T2": (7.0, None),
-        },
-        "pancreas": {
-            "T1": (None, 2.0),
-            "T1a": (None, 0.5),
-            "T1b": (None, 1.0),
-            "T1c": (None, 2.0),
-            "T2": (2.0, None),
-        },
-        "head and neck": {"T1": (None, 2.0), "T2": (None, 4.0)},
-        "thyroid": {"T1": (None, 2.0), "T1a": (None, 1.0), "T1b": (1.0, 2.0), "T2": (2.0, 4.0)},
-    }
+SIZE_LIMITS: MappingProxyType[str, Mapping[str, tuple[float | None, float | None]]] = (
+    MappingProxyType(
+        {
+            organ: MappingProxyType(
+                {cat: (bound(lo, float), bound(hi, float)) for cat, lo, hi in rows}
+            )
+            for organ, rows in load_table("stage_sizes")
+            .rows_by("organ", "category", "above_cm", "up_to_cm")
+            .items()
+        }
+    )
 )
 
 #: organ → pT category prefix → structures that category rules out when involved.
-EXTENT_RULES_OUT: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        "prostate": {
-            "T2": ("extraprostatic tissue", "seminal vesicle"),
-            "T3a": ("seminal vesicle",),
-        },
-        "kidney": {
-            "T1": ("perinephric fat", "renal sinus", "renal vein"),
-            "T2": ("perinephric fat", "renal sinus", "renal vein"),
-        },
-        "urinary bladder": {
-            "Ta": ("lamina propria", "muscularis propria", "perivesical tissue"),
-            "Tis": ("lamina propria", "muscularis propria", "perivesical tissue"),
-            "T1": ("muscularis propria", "perivesical tissue"),
-            "T2": ("perivesical tissue",),
-        },
-        "colon": {
-            "T1": ("muscularis propria", "subserosa", "pericolorectal tissue", "serosal surface"),
-            "T2": ("subserosa", "pericolorectal tissue", "serosal surface"),
-            "T3": ("serosal surface",),
-        },
-        "stomach": {
-            "T1": ("muscularis propria", "subserosa", "serosal surface"),
-            "T2": ("subserosa", "serosal surface"),
-            "T3": ("serosal surface",),
-        },
-        "uterus": {
-            "T1": ("cervical stroma", "uterine serosa", "parametrium", "serosa"),
-            "T2": ("uterine serosa", "parametrium", "serosa"),
-        },
-        "lung": {"T1": ("visceral pleura", "main bronchus", "chest wall"), "T2": ("chest wall",)},
-        "cervix": {"T1": ("parametrium", "vagina")},
-    }
-)
+EXTENT_RULES_OUT: MappingProxyType[str, Mapping[str, tuple[str, ...]]] = _extent("rules_out")
 
 #: organ → pT category prefix → structures (one of which) that category requires.
-EXTENT_REQUIRES: MappingProxyType[str, dict[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        "prostate": {"T3b": ("seminal vesicle",), "T3a": ("extraprostatic tissue", "bladder neck")},
-        "urinary bladder": {"T2": ("muscularis propria",), "T3": ("perivesical tissue",)},
-        "colon": {
-            "T3": ("subserosa", "pericolorectal tissue"),
-            "T4a": ("serosal surface", "serosa"),
-        },
-    }
-)
+EXTENT_REQUIRES: MappingProxyType[str, Mapping[str, tuple[str, ...]]] = _extent("requires")
 
 #: organ → pN category → (min, max) positive regional nodes; only organs where counts define N.
-NODE_COUNTS: MappingProxyType[str, dict[str, tuple[int, int | None]]] = MappingProxyType(
+NODE_COUNTS: MappingProxyType[str, Mapping[str, tuple[int, int | None]]] = MappingProxyType(
     {
-        "breast": {
-            "N1": (1, 3),
-            "N1a": (1, 3),
-            "N2": (4, 9),
-            "N2a": (4, 9),
-            "N3": (10, None),
-            "N3a": (10, None),
-        },
-        "colon": {
-            "N1": (1, 3),
-            "N1a": (1, 1),
-            "N1b": (2, 3),
-            "N2": (4, None),
-            "N2a": (4, 6),
-            "N2b": (7, None),
-        },
-        "stomach": {"N1": (1, 2), "N2": (3, 6), "N3": (7, None), "N3a": (7, 15), "N3b": (16, None)},
+        organ: MappingProxyType({cat: (int(lo), bound(hi, int)) for cat, lo, hi in rows})
+        for organ, rows in load_table("stage_nodes")
+        .rows_by("organ", "category", "min", "max")
+        .items()
     }
 )
 _ITC = re.compile(r"isolated\s+tumou?r\s+cells|\(i\+\)|i\+|micro-?\s?metasta|mi\b", re.I)
@@ -133,7 +67,7 @@ def _category(f: Fact) -> str:
     return str(f.value)
 
 
-def _match(cat: str, table: dict[str, object]) -> str | None:
+def _match(cat: str, table: Mapping[str, object]) -> str | None:
     """The longest key of ``table`` that ``cat`` starts with (T1b → T1b, T1 → T1)."""
     best = None
     for k in table:
@@ -408,13 +342,8 @@ def _depth(view: CaseView, w: CheckWeights) -> Iterator[Comparison]:
 
 #: Organs whose metastasis is distant (M1) for a primary elsewhere; the peritoneum and omentum
 #: are regional for gynaecological primaries (FIGO III), not distant.
-_DISTANT = {
-    "liver": re.compile(r"\bliver\b|\bhepatic\b", re.I),
-    "brain": re.compile(r"\bbrain\b|\bcerebr\w*", re.I),
-    "bone": re.compile(r"\bbone\b|\bvertebra\w*|\bfemur\b|\brib\b", re.I),
-    "lung": re.compile(r"\blung\b|\bpulmonary\b", re.I),
-    "peritoneum": re.compile(r"\bperitone\w*|\bomentum\b|\bomental\b|\bumbilic\w*", re.I),
-}
+_DISTANT_WORDS = load_table("organ_words").alternations("organ", "pattern", list="distant")
+_DISTANT = {organ: re.compile(words, re.I) for organ, words in _DISTANT_WORDS.items()}
 _REGIONAL_PERITONEUM = frozenset({"ovary", "uterus", "fallopian tube", "cervix"})
 
 

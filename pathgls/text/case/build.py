@@ -36,6 +36,7 @@ from pathgls.text.case.read_tumour import read_grade, read_size, read_type
 from pathgls.text.case.subjects import ClauseSubject, clean_name
 from pathgls.text.case.vocab import MULTIPLE_TUMOURS, vocabulary
 from pathgls.text.document import Document, parse_document
+from pathgls.text.vocab_files import load_table
 
 #: Readers, in order; gross statements are read for size and side only.
 READERS = (
@@ -57,22 +58,7 @@ READERS = (
 _GROSS_READERS = (read_side, read_invasion)
 _SIDE = re.compile(r"(?<![A-Za-z])(left|right)(?![A-Za-z])", re.I)
 _NODE_TITLE = re.compile(r"(?<![A-Za-z])(?:lymph[\s\-]*nodes?|nodes?)(?![A-Za-z])", re.I)
-_ORGANS = (
-    ("kidney", r"kidney|renal|nephrectomy"),
-    ("prostate", r"prostat"),
-    ("urinary bladder", r"bladder|cystectomy|cystoprostatectomy|urothelial"),
-    ("lung", r"lung|lobe|lobectomy|pneumonectomy|bronch|pulmonary"),
-    ("breast", r"breast|mastectomy|lumpectomy"),
-    ("colon", r"colon|rectum|rectal|sigmoid|cecum|colectomy|colorectal|bowel"),
-    ("uterus", r"uterus|uterine|endometri|hysterectomy|corpus"),
-    ("cervix", r"cervix|cervical"),
-    ("ovary", r"ovary|ovarian|oophorectomy|adnexa"),
-    ("pancreas", r"pancrea|whipple"),
-    ("liver", r"liver|hepat"),
-    ("stomach", r"stomach|gastr"),
-    ("brain", r"brain|cerebr|frontal|temporal|parietal|occipital|glio|astrocyt|oligodendro"),
-    ("head and neck", r"tongue|oral|larynx|pharynx|tonsil|floor\s+of\s+mouth|buccal|gingiva"),
-)
+_ORGANS = tuple(load_table("organ_words").alternations("organ", "pattern", list="report").items())
 
 
 def organs_in(text: str) -> frozenset[str]:
@@ -353,23 +339,7 @@ def _organ(text: str) -> str | None:
 
 
 _ORGAN_RX = tuple((organ, re.compile(rf"(?<![A-Za-z])(?:{rx})", re.I)) for organ, rx in _ORGANS)
-_TYPE_ORGAN = {
-    "kidney": "kidney",
-    "prostate": "prostate",
-    "urinary bladder": "urinary bladder",
-    "lung": "lung",
-    "breast": "breast",
-    "colon": "colon",
-    "endometrium": "uterus",
-    "uterus": "uterus",
-    "cervix": "cervix",
-    "ovary": "ovary",
-    "pancreas": "pancreas",
-    "liver": "liver",
-    "stomach": "stomach",
-    "brain": "brain",
-    "thyroid": "thyroid",
-}
+_TYPE_ORGAN = load_table("type_organs").mapping("value", "organ", source="lexicon_site")
 
 
 def _text_organ(doc: Document) -> str | None:
@@ -415,18 +385,7 @@ def case_organ(case: Case) -> str | None:
     return best if counts[best] >= 0.6 * sum(counts.values()) else None
 
 
-_FAMILY_ORGAN = (
-    ("/rcc", "kidney"),
-    ("carcinoma/urothelial", "urinary bladder"),
-    ("/prostate", "prostate"),
-    ("/breast", "breast"),
-    ("/colorectal", "colon"),
-    ("/lung", "lung"),
-    ("/hepatocellular", "liver"),
-    ("/pancreatic", "pancreas"),
-    ("/gastric", "stomach"),
-    ("glial", "brain"),
-)
+_FAMILY_ORGAN = load_table("type_organs").pairs("value", "organ", source="histotype_family")
 
 
 def _family_organ(concept: str) -> str | None:

@@ -7,6 +7,9 @@ not identified", "LVI: absent") covers the findings of its clause before it; "no
 "cannot be assessed" denies nothing. A hedge ("possible", "suspicious for", "cannot be
 excluded", "no definite") makes the finding uncertain: it never enters a check. "Grossly"
 marks a naked-eye statement, which microscopy may overrule: also kept out of the checks.
+
+The cue words are data (``pathgls/resources/vocab/polarity_cues.tsv``, one alternative a line);
+this module sets them in their grammar (what may stand between a cue and its finding).
 """
 
 from __future__ import annotations
@@ -14,88 +17,42 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pathgls.text.vocab_files import load_table
+
+
+def _cues(name: str) -> str:
+    """The alternation of cue list ``name`` of ``polarity_cues.tsv`` (rows in file order)."""
+    return load_table("polarity_cues").alternation("cue", list=name)
+
+
 #: Polarity values of a presence fact.
 PRESENT, ABSENT, UNCERTAIN = "present", "absent", "uncertain"
 
 #: A denial just before a word ("no carcinoma", "free of tumour"): the word is denied, so it names
 #: no subject and no tumour.
-DENIED_BEFORE = re.compile(
-    r"\b(?:no|not|nor|without|free\s+of|devoid\s+of|negative\s+for|absence\s+of)\s+"
-    r"(?:\w+\s+){0,2}$",
-    re.I,
-)
+DENIED_BEFORE = re.compile(r"\b(?:" + _cues("denied_before") + r")\s+(?:\w+\s+){0,2}$", re.I)
 
 _CLAUSE_BREAK = re.compile(
     r";|\.\s+(?=[A-Z])|\s(?:but|however|whereas|while|although|though|except|yet)\b|,\s+(?:but|"
     r"however|while|whereas)\b|\s-\s|,?\s+and\s+(?=there\s+(?:is|are|was|were)\b)",
     re.I,
 )
-_PRE_NEG = re.compile(
-    r"(?<![A-Za-z])(?:no|not|(?:does|do|did)\s?n[o']?t|without|negative\s+for|free\s+of|free\s+from|absence\s+of|absent|"
-    r"lack\s+of|lacks|lacking|devoid\s+of|neither|nor|none\s+of|never|cannot\s+identify|"
-    r"no\s+evidence\s+(?:of|for)|no\s+residual|rules?\s+out|ruled\s+out|excludes?|(?:un|not\s+)involved"
-    r"\s+by|clear\s+of|(?:is|are|was|were)\s+negative\s+for)(?![A-Za-z])",
-    re.I,
-)
+_PRE_NEG = re.compile(r"(?<![A-Za-z])(?:" + _cues("pre_negation") + r")(?![A-Za-z])", re.I)
 _POST_NEG = re.compile(
     r"^(?:[\s,:;=\-]|\bby\s+(?:the\s+)?(?:tumou?r|carcinoma|neoplasm)\b|\([^()]{0,40}\)|"
-    r"\b(?:is|are|was|were|be|been|has|have|had|also|all|both|each|completely|"
-    r"entirely|totally|likewise|similarly|areas?|foci|features?|components?|changes?|"
-    r"differentiation|elements?|cells?|involvement|invasion|extension|infiltration)\b)*"
-    r"(?:absent|not\s+(?:identified|seen|present|noted|evident|detected|found|observed|"
-    r"appreciated|demonstrated|involved|visualized|visible|discernible|demonstrable|recognized|"
-    r"apparent|definitively\s+identified|diagnosed|established|assigned|confirmed|supported)"
-    r"|negative|none(?:\s+(?:identified|seen|present))?|no\b(?=\s*(?:[.,;)]|$))|nil|uninvolved|free|clear(?!\s+cell)|not\s+applicable|\(\s*-\s*\)|"
-    r"-(?=\s*$)|0\b(?!\.)|lacking|nonidentified|non-?identified|unremarkable)",
+    r"\b(?:" + _cues("post_negation_lead") + r")\b)*(?:" + _cues("post_negation") + ")",
     re.I,
 )
 _POST_POS = re.compile(
-    r"^(?:[\s,:;=\-]|\b(?:is|are|was|were|be|been|has|have|also|all|both|focally|extensively|"
-    r"focal|extensive|multifocal|definitely|clearly|widely)\b)*"
-    r"(?:present|identified|seen|noted|positive|yes\b|involved|detected|found|observed|evident|"
-    r"\(\s*\+\s*\)|\+(?=\s*$)|focal|extensive|multifocal|prominent|conspicuous|suspicious)",
+    r"^(?:[\s,:;=\-]|\b(?:" + _cues("post_affirmation_lead") + r")\b)*"
+    "(?:" + _cues("post_affirmation") + ")",
     re.I,
 )
-_HEDGE_BEFORE = re.compile(
-    r"(?<![A-Za-z])(?:possible|possibly|suspicious|suspicion|suspect(?:ed)?|equivocal|"
-    r"indeterminate|questionable|question\s+of|probable|probably|likely|may|might|could|"
-    r"favou?r(?:ed|s)?|suggestive|suggest(?:s|ing)?|no\s+convincing|no\s+unequivocal|not\s+definite|not\s+definitively|"
-    r"not\s+clearly|not\s+"
-    r"entirely|not\s+definitely|cannot\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|"
-    r"can\s*not\s+(?:be\s+)?(?:exclude|assess|evaluate|determine)|rule\s+out|r/o|focal\s+areas"
-    r"\s+suspicious|atypical\s+(?:cells|glands)\s+suspicious|concerning\s+for|worrisome|"
-    r"impossible\s+to|difficult\s+to|unable\s+to|mimic\w*|simulat\w*|resembl\w*|not\s+(?:obvious|overt|conspicuous|"
-    r"appreciable|evident|apparent|unequivocal|well\s+developed)|inconspicuous|rare|minimal|"
-    r"\?)(?![A-Za-z])",
-    re.I,
-)
-_HEDGE_AFTER = re.compile(
-    r"^[^.;]{0,60}?(?:cannot\s+be\s+(?:entirely\s+|completely\s+)?(?:excluded|ruled\s+out|"
-    r"assessed|evaluated|determined)|can\s*not\s+be\s+(?:entirely\s+|completely\s+)?(?:excluded|"
-    r"ruled\s+out|assessed|evaluated|determined)|is\s+(?:not\s+)?(?:excluded|suspected|"
-    r"possible|questionable|equivocal|indeterminate)|not\s+(?:specified|assessable|evaluable|"
-    r"assessed|evaluated|determined)|indeterminate|equivocal|suspicious|questionable|"
-    r"possibl[ey]|probabl[ey]|uncertain|unknown|inconspicuous|difficult|impossible|"
-    r"not\s+(?:obvious|overt|"
-    r"conspicuous|appreciable|prominent)|rare|minimal|\?)",
-    re.I,
-)
-_GROSS = re.compile(
-    r"(?<![A-Za-z])(?:gross(?:ly)?|macroscopic(?:ally)?|on\s+gross)(?![A-Za-z])", re.I
-)
+_HEDGE_BEFORE = re.compile(r"(?<![A-Za-z])(?:" + _cues("hedge_before") + r")(?![A-Za-z])", re.I)
+_HEDGE_AFTER = re.compile(r"^[^.;]{0,60}?(?:" + _cues("hedge_after") + ")", re.I)
+_GROSS = re.compile(r"(?<![A-Za-z])(?:" + _cues("gross") + r")(?![A-Za-z])", re.I)
 #: Words a denial may skip to reach the finding it denies ("no *definite evidence of* LVI").
-_FILLER = re.compile(
-    r"^(?:[\s,/]|\b(?:(?:evidence|presence|foci|focus|areas?|signs?|features?|zones?)\s+(?:of|for)|"
-    r"and|or|nor|any|for|the|a|an|identifiable|obvious|significant|apparent|histologic|"
-    r"histological|microscopic|morphologic|other|further|additional|associated|tumou?r|"
-    r"carcinoma|malignant|invasive|definite|definitive|convincing|unequivocal|is|are|was|were|"
-    r"overt|conspicuous|appreciable|evident|frank|seen|identified|present|noted|lymph|vascular|"
-    r"small|large|vessel|vessels|space|metastatic|through|beyond|invasion|into|by|bona\s+fide|"
-    r"bone\s+fide|true|anaplastic|including|such\s+as|namely|"
-    r"involv(?:e|es|ing)|invad(?:e|es|"
-    r"ing)|extend(?:s|ing)?\s+(?:into|to|through))\b)*$",
-    re.I,
-)
+_FILLER = re.compile(r"^(?:[\s,/]|\b(?:" + _cues("denial_filler") + r")\b)*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -195,12 +152,7 @@ def _one_modifier(gap: str) -> bool:
     )
 
 
-_ONE_MODIFIER_STOP = re.compile(
-    r"with|but|and|or|in|on|at|of|to|from|by|for|into|than|that|which|this|these|those|there|"
-    r"is|are|was|were|has|have|had|shows?|showing|seen|identified|present|found|noted|longer|"
-    r"more|less|residual|other|change|changes",
-    re.I,
-)
+_ONE_MODIFIER_STOP = re.compile(_cues("modifier_stop"), re.I)
 
 
 _TRAILING_NEG = re.compile(

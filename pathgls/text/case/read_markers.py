@@ -13,6 +13,7 @@ from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import ABSENT, PRESENT, UNCERTAIN
 from pathgls.text.case.subjects import NEOPLASTIC_BEFORE, ClauseSubject
 from pathgls.text.case.vocab import OTHER_POPULATIONS, vocabulary
+from pathgls.text.vocab_files import load_table
 
 # ----------------------------------------------------------------------------------
 
@@ -131,57 +132,11 @@ _COMPARISON = re.compile(
 )
 #: Lexicon concepts that group several different stains (PAS, trichrome, …): never compared.
 _GROUPS = frozenset({"special stains", "kappa and lambda light chains"})
-_POS = {
-    "positive",
-    "reactive",
-    "immunoreactive",
-    "expressed",
-    "retained",
-    "intact",
-    "preserved",
-    "normal",
-    "normal expression",
-    "positivity",
-    "reactivity",
-    "immunoreactivity",
-    "staining",
-    "labeling",
-    "labelling",
-    "present",
-    "overexpressed",
-    "amplified",
-    "+",
-    "(+)",
-    "stains",
-    "stain",
-    "stained",
-    "express",
-    "expresses",
-    "expressing",
-    "expression",
-}
-_NEG = {
-    "negative",
-    "absence",
-    "non-reactive",
-    "nonreactive",
-    "unreactive",
-    "lost",
-    "loss",
-    "absent",
-    "absence of",
-    "lack of",
-    "not amplified",
-    "non-amplified",
-    "nonamplified",
-    "-",
-    "(-)",
-    "loss of",
-    "lack",
-    "lacks",
-    "lacking",
-}
-_EQUIVOCAL = {"equivocal", "indeterminate"}
+#: Result words (``marker_results.tsv``): positive, negative and equivocal.
+_RESULTS = load_table("marker_results")
+_POS = frozenset(_RESULTS.values("word", result="positive"))
+_NEG = frozenset(_RESULTS.values("word", result="negative"))
+_EQUIVOCAL = frozenset(_RESULTS.values("word", result="equivocal"))
 
 
 def _result(word: str, marker: str) -> tuple[str | None, str]:

@@ -14,6 +14,7 @@ import re
 from pathgls.text.case.context import Context
 from pathgls.text.case.model import Fact, Target
 from pathgls.text.document import Document
+from pathgls.text.vocab_files import load_table
 
 _SIDE = re.compile(r"(?<![A-Za-z])(?P<v>left|right|lt|rt|bilateral|both)(?![A-Za-z])", re.I)
 _SIDES = {"lt": "left", "rt": "right", "left": "left", "right": "right"}
@@ -43,16 +44,7 @@ SITES: dict[str, re.Pattern[str]] = {
         re.I,
     ),
 }
-_CANON = {
-    "cecal": "cecum",
-    "caecum": "cecum",
-    "rectal": "rectum",
-    "insular": "insula",
-    "cerebellar": "cerebellum",
-    "thalamic": "thalamus",
-    "brainstem": "brain stem",
-    "uncinate process": "uncinate",
-}
+_CANON = load_table("site_spellings").mapping("form", "site")
 #: Joins the sub-sites a part spans ("rectum+sigmoid").
 SITE_SEP = "+"
 
@@ -67,36 +59,7 @@ def sites_compatible(a: str, b: str) -> bool:
 
 
 #: Neighbouring sub-sites a tumour or a specimen may span ("rectosigmoid", "body/tail").
-ADJACENT = {
-    frozenset(p)
-    for p in (
-        ("cecum", "ascending"),
-        ("ascending", "hepatic flexure"),
-        ("hepatic flexure", "transverse"),
-        ("transverse", "splenic flexure"),
-        ("splenic flexure", "descending"),
-        ("descending", "sigmoid"),
-        ("sigmoid", "rectosigmoid"),
-        ("rectosigmoid", "rectum"),
-        ("sigmoid", "rectum"),
-        ("head", "neck"),
-        ("head", "uncinate"),
-        ("neck", "body"),
-        ("body", "tail"),
-        ("neck", "uncinate"),
-        ("frontal", "parietal"),
-        ("frontal", "temporal"),
-        ("temporal", "parietal"),
-        ("parietal", "occipital"),
-        ("temporal", "occipital"),
-        ("insula", "temporal"),
-        ("insula", "frontal"),
-        ("insula", "parietal"),
-        ("upper", "middle"),
-        ("middle", "lower"),
-        ("upper", "lingula"),
-    )
-}
+ADJACENT = frozenset(frozenset(p) for p in load_table("adjacent_sites").pairs("site", "neighbour"))
 _FIELD = re.compile(
     r"laterality|\bside\b|(?:tumou?r\s+)?(?:site|location)|specimen|procedure", re.I
 )

@@ -16,6 +16,7 @@ from pathgls.text.case.model import Target
 from pathgls.text.case.polarity import PRESENT
 from pathgls.text.case.subjects import location_after, subject_before
 from pathgls.text.case.vocab import TUMOUR_MENTION, vocabulary
+from pathgls.text.vocab_files import load_table
 
 _TYPE_LABEL = re.compile(
     r"^\s*(?:histologic(?:al)?|histopathologic(?:al)?|tumou?r|cancer|carcinoma|final|"
@@ -81,13 +82,7 @@ _SUBTYPE = re.compile(
 _SUBTYPE_BEFORE = re.compile(
     r"(?P<w>clear[\s\-]cell|papillary|chromophobe)\s*\([^)]{0,20}\)\s*$", re.I
 )
-_RCC_SUBTYPES = {
-    "clear cell": "clear cell renal cell carcinoma",
-    "conventional": "clear cell renal cell carcinoma",
-    "papillary": "papillary renal cell carcinoma",
-    "chromophobe": "chromophobe renal cell carcinoma",
-    "collecting duct": "collecting duct carcinoma",
-}
+_RCC_SUBTYPES = load_table("rcc_subtypes").mapping("subtype", "concept")
 _BEHAVIOUR = {
     "malignant": "malignant",
     "in_situ": "in_situ",
@@ -393,20 +388,7 @@ _TWO_TIER = re.compile(
     re.I,
 )
 _DIFF_VALUE = {"well": 1, "moderately": 2, "moderate": 2, "poorly": 3, "un": 3}
-_SYSTEMS = {
-    "fuhrman": "fuhrman",
-    "isup": "fuhrman",
-    "who/isup": "fuhrman",
-    "isup/who": "fuhrman",
-    "figo": "figo",
-    "nottingham": "nottingham",
-    "bloom richardson": "nottingham",
-    "bloom-richardson": "nottingham",
-    "elston": "nottingham",
-    "who": "who",
-    "nuclear": "nuclear",
-    "architectural": "architectural",
-}
+_SYSTEMS = load_table("grade_systems").mapping("name", "system")
 
 
 _DIAGNOSIS_NEXT = re.compile(

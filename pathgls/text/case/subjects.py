@@ -19,6 +19,7 @@ from pathgls.text.case.vocab import (
     OTHER_POPULATIONS,
     vocabulary,
 )
+from pathgls.text.vocab_files import load_table
 
 _PREPOSITION = re.compile(
     r"(?:\b(?:in|of|from|within|at|into|through|to|by|with|for|on|near|along|involving|invading|"
@@ -276,18 +277,7 @@ NEOPLASTIC_BEFORE = re.compile(
     r"\b(?:neoplastic|tumou?r(?:al)?|malignant|lesional|atypical)\s+$", re.I
 )
 #: Margin names that name one margin: a nephrectomy's renal vein margin is its vascular one.
-_MARGIN_SYNONYMS = {
-    "renal vein": "vascular",
-    "vein": "vascular",
-    "renal vein hilar vascular": "vascular",
-    "hilar vascular": "vascular",
-    "renal vascular": "vascular",
-    "venous": "vascular",
-    "hilar vessel": "vascular",
-    "ureteric": "ureteral",
-    "ureter": "ureteral",
-    "bronchus": "bronchial",
-}
+_MARGIN_SYNONYMS = load_table("margin_synonyms").mapping("name", "margin")
 _PARTIAL_LEAD = re.compile(r"\b(?:remaining|other|additional|rest\s+of\s+the)\s*$", re.I)
 
 

@@ -12,7 +12,9 @@ with the canonical key each one gives:
   tumour" fill the same ``extent:X`` slot;
 * **findings** — necrosis, microvascular proliferation, …
 
-Diagnosis names and IHC markers come from the project's lexicon
+The patterns and word lists are data in ``pathgls/resources/vocab/`` (``slot_synonyms.tsv``,
+``subject_words.tsv``, ``organ_words.tsv``, ``confined_structures.tsv``), read by
+:mod:`pathgls.text.vocab_files`. Diagnosis names and IHC markers come from the project's lexicon
 (:mod:`pathgls.text.lexicon`); their compatibility families from ``histotypes.tsv``.
 """
 
@@ -25,10 +27,21 @@ from types import MappingProxyType
 
 from pathgls.io.resources import resource
 from pathgls.text.lexicon import Term, load_lexicon
+from pathgls.text.vocab_files import load_table
 
 
 def _alt(*forms: str) -> str:
     return "(?:" + "|".join(forms) + ")"
+
+
+def _synonyms(slot: str) -> MappingProxyType[str, tuple[str, ...]]:
+    """Key → its pattern alternatives, for one slot of ``slot_synonyms.tsv`` (file order)."""
+    return load_table("slot_synonyms").groups("key", "pattern", slot=slot)
+
+
+def _words(name: str) -> str:
+    """The alternation of word list ``name`` of ``subject_words.tsv`` (rows in file order)."""
+    return load_table("subject_words").alternation("word", list=name)
 
 
 # --- invasion kinds ---------------------------------------------------------------------------
@@ -36,186 +49,40 @@ def _alt(*forms: str) -> str:
 #: Invasion kind → pattern. Lymphovascular, lymphatic, venous, vascular and perineural invasion
 #: are different properties (a report may state venous invasion present and lymphatic absent).
 INVASION_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "lymphovascular": _alt(
-            r"lympho?[\s\-/]*vascular(?:\s*(?:space|channel))?(?:\s*(?:invasion|involvement|"
-            r"permeation|infiltration|emboli|spread|tumou?r\s+emboli))?",
-            r"lymph[\s\-]vascular(?:\s*(?:space))?(?:\s*(?:invasion|involvement))?",
-            r"ang[il1]o-?\s?lymphatic(?:\s*(?:space))?(?:\s*(?:invasion|involvement|permeation))?",
-            r"lymphatic\s*/\s*vascular(?:\s*invasion)?",
-            r"vascular\s*/\s*lymphatic(?:\s*invasion)?",
-            r"LVSI",
-            r"LVI",
-            r"(?<![A-Za-z])LV\s+invasion",
-        ),
-        "lymphatic": _alt(
-            r"lymphatic(?:\s*\(\s*small\s+vessels?\s*\))?\s*(?:vessel\s*|space\s*)?(?:invasion|"
-            r"involvement|permeation|emboli|tumou?r\s+emboli)",
-            r"small[\s\-]vessel(?:\s*\(\s*lymphatic\s*\))?\s*(?:invasion|involvement)",
-            r"invasion\s+of\s+(?:small\s+)?lymphatic(?:s|\s+vessels|\s+channels|\s+spaces)",
-            # "no lymphatic or venous invasion": the noun is shared
-            r"lymphatic(?=\s*(?:,|or|and|nor|/)\s*(?:venous|vascular|blood\s+vessel|perineural)\s+"
-            r"(?:invasion|involvement))",
-        ),
-        "venous": _alt(
-            r"venous(?=\s*(?:,|or|and|nor|/)\s*(?:lymphatic|perineural)\s+(?:invasion|involvement))",
-            r"venous(?:\s*\(\s*large\s+vessels?\s*\))?\s*(?:invasion|involvement|emboli|"
-            r"tumou?r\s+thrombus)",
-            r"large[\s\-]vessel(?:\s*\(\s*venous\s*\))?\s*(?:invasion|involvement)",
-            r"vein\s+invasion",
-            r"invasion\s+of\s+(?:small\s+|large\s+)?(?:non-?\s?muscularized\s+|muscularized\s+|"
-            r"intramural\s+|extramural\s+)?(?:veins?|venous\s+(?:branches|channels|vessels))",
-            r"intravascular\s+tumou?r\s+thrombus",
-        ),
-        "vascular": _alt(
-            r"(?:blood\s+)?vascular(?:\s*space)?\s*(?:invasion|involvement|permeation)",
-            r"vessel\s+invasion",
-            r"angio-?\s?invasion",
-            r"invasion\s+of\s+(?:blood\s+)?vessels",
-            r"tumou?r\s+emboli",
-        ),
-        "perineural": _alt(
-            r"peri-?\s?neural(?:\s*(?:invasion|involvement|infiltration|spread|extension))?",
-            r"(?<![A-Za-z])PNI(?![A-Za-z])",
-            r"(?:intra)?neural\s+invasion",
-            r"nerve\s+invasion",
-            r"invasion\s+of\s+nerves?",
-            r"(?:tracks?|tracking|infiltrat\w*|spread\w*|grow\w*|extend\w*)\s+along\s+(?:the\s+)?"
-            r"(?:nerves?|nerve\s+(?:twigs|fibers|fibres|bundles|branches|sheaths?))",
-            r"(?:surround\w*|encircl\w*|wrap\w*)\s+(?:the\s+|small\s+)?nerves?",
-            r"neurotropic\s+(?:spread|invasion|growth)",
-        ),
-    }
+    {k: _alt(*forms) for k, forms in _synonyms("invasion").items()}
 )
 
 # --- structures a tumour can involve -----------------------------------------------------------
 
 #: Structure → pattern (the key of the ``extent`` slot). Written as they are named in reports.
 STRUCTURE_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "perinephric fat": r"(?:peri-?\s?nephric|peri-?\s?renal)(?:\s+(?:fat|adipose(?:\s+tissue)?|"
-        r"soft\s+tissue|tissue))?|capsule\s*/\s*perinephric\s+fat",
-        "renal sinus": r"(?:renal\s+)?sinus(?:\s+(?:fat|adipose(?:\s+tissue)?|soft\s+tissue))?",
-        "renal vein": r"renal\s+vein",
-        "renal pelvis": r"renal\s+pelvis|pelvicalyceal(?:\s+system)?|collecting\s+system",
-        "adrenal gland": r"adrenal(?:\s+gland)?",
-        "gerota's fascia": r"gerota'?s?\s+fascia",
-        "extraprostatic tissue": r"extra-?\s?prostatic(?:\s+(?:extension|tissue|fat|soft\s+tissue|"
-        r"spread))?|periprostatic(?:\s+(?:fat|tissue|soft\s+tissue))?|(?<![A-Za-z])EPE(?![A-Za-z])",
-        "seminal vesicle": r"seminal\s+vesicles?",
-        "bladder neck": r"bladder\s+neck",
-        "muscularis propria": r"muscularis\s+propria|muscle\s+propria|detrusor(?:\s+muscle)?|"
-        r"muscularis(?!\s+mucosae)",
-        "lamina propria": r"lamina\s+propria|subepithelial\s+connective\s+tissue",
-        "submucosa": r"sub-?\s?mucosa",
-        "subserosa": r"sub-?\s?serosa(?:l\s+(?:fat|tissue))?",
-        "serosal surface": r"serosal\s+surface|visceral\s+peritoneum|peritoneal\s+surface",
-        "serosa": r"serosa",
-        "pericolorectal tissue": r"peri-?\s?(?:colonic|colic|rectal|colorectal)(?:\s+(?:fat|adipose"
-        r"(?:\s+tissue)?|soft\s+tissue|tissue))?",
-        "perivesical tissue": r"peri-?\s?vesical(?:\s+(?:fat|adipose(?:\s+tissue)?|soft\s+tissue|"
-        r"tissue))?",
-        "visceral pleura": r"(?:visceral\s+)?pleura(?:l\s+surface)?|pleural(?=\s+invasion)",
-        "chest wall": r"chest\s+wall|parietal\s+pleura",
-        "main bronchus": r"main(?:stem)?\s+bronchus",
-        "myometrium": r"myometri(?:um|al)",
-        "cervical stroma": r"cervical\s+stroma(?:l)?|endocervical\s+stroma|cervix|endocervix",
-        "parametrium": r"parametri(?:um|al\s+(?:tissue|soft\s+tissue))",
-        "ovarian surface": r"ovarian\s+(?:(?:external|exterior|outer)\s+)?surface|(?:external\s+|"
-        r"exterior\s+|outer\s+)?surface\s+of\s+(?:the\s+)?(?:(?:left|right)\s+)?ovary",
-        "fallopian tube": r"fallopian\s+tubes?",
-        "omentum": r"omentum",
-        "peripancreatic tissue": r"peri-?\s?pancreatic(?:\s+(?:fat|adipose(?:\s+tissue)?|soft\s+"
-        r"tissue|tissue))?",
-        "duodenum": r"duodenum|duodenal\s+wall",
-        "ampulla": r"ampulla(?:\s+of\s+vater)?",
-        "common bile duct": r"(?:common\s+)?bile\s+duct",
-        "stomach": r"stomach",
-        "spleen": r"spleen",
-        "liver": r"liver",
-        "skin": r"skin|dermis|epidermis",
-        "nipple": r"nipple",
-        "dura": r"dura(?:\s+mater)?",
-        "bone": r"bone",
-        "urethra": r"urethra",
-        "ureter": r"ureter",
-        "prostatic stroma": r"prostatic\s+stroma(?:l)?|prostate",
-        "vagina": r"vagina",
-        "uterine serosa": r"uterine\s+serosa",
-    }
+    load_table("slot_synonyms").alternations("key", "pattern", slot="extent")
 )
 
 #: Organ → structures it is confined within ("organ-confined" denies involving these).
-CONFINED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "prostate": ("extraprostatic tissue", "seminal vesicle"),
-        "kidney": ("perinephric fat", "renal sinus"),
-        "urinary bladder": ("perivesical tissue",),
-        "uterus": ("uterine serosa", "parametrium"),
-    }
+CONFINED: MappingProxyType[str, tuple[str, ...]] = load_table("confined_structures").groups(
+    "organ", "structure"
 )
-_CONFINED_ORGAN = {
-    "prostate": r"prostate|prostatic\s+gland|gland|organ",
-    "kidney": r"kidney|renal\s+parenchyma",
-    "urinary bladder": r"bladder(?:\s+wall)?",
-    "uterus": r"uterus|uterine\s+corpus|corpus",
-}
+_CONFINED_ORGAN = load_table("organ_words").alternations("organ", "pattern", list="confined")
 
 # --- other findings ------------------------------------------------------------------------------
 
 #: Finding → pattern: present/absent properties of a tumour besides invasion and extent.
 FINDING_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "necrosis": r"(?<!fat\s)(?<!fibrinoid\s)(?<!comedo\s)(?<!comedo-type\s)(?<!cell\s)"
-        r"(?<!hyaline\s)(?<!infarct-type\s)(?:(?:tumou?r(?:\s+cell)?|coagulative|confluent)\s+)?"
-        r"necrosis|"
-        r"necrotic\s+(?:areas?|foci|tumou?r)",
-        "geographic necrosis": r"(?:geographic|pseudo-?\s?palisading|palisading)\s+"
-        r"(?:\w+\s+){0,2}?necrosis",
-        "microvascular proliferation": r"micro-?\s?vascular(?:\s*\([^)]{0,20}\))?"
-        r"(?:\s+cellular)?\s+proliferation|"
-        r"endothelial\s+(?:cell\s+)?proliferation|glomeruloid\s+(?:vessels|proliferation)",
-        "comedo necrosis": r"comedo(?:-type)?\s+necrosis",
-        "sarcomatoid features": r"sarcomatoid(?:\s+(?:features|differentiation|component|change))?",
-        "rhabdoid features": r"rhabdoid(?:\s+(?:features|differentiation|component))?",
-        "calcifications": r"(?:micro)?calcifications?",
-        "extranodal extension": r"extra-?\s?nodal\s+(?:extension|spread|tumou?r\s+(?:growth|"
-        r"extension)|invasion)|(?<![A-Za-z])ENE(?![A-Za-z])|perinodal\s+(?:extension|spread|fat\s+"
-        r"invasion)",
-        "extracapsular extension": r"extra-?\s?capsular\s+(?:extension|spread|invasion|growth)",
-        "tumour budding": r"tumou?r\s+budding",
-        "treatment effect": r"treatment\s+effect",
-    }
+    load_table("slot_synonyms").alternations("key", "pattern", slot="finding")
 )
 
 # --- subjects -----------------------------------------------------------------------------------
 
 #: Words naming the tumour itself (not a particular type): "the tumor", "the mass".
-TUMOUR_WORDS = (
-    r"tumou?rs?|neoplasms?|carcinomas?|malignan(?:cy|cies)|masse?s?|lesions?|cancers?|nodules?"
-)
+TUMOUR_WORDS = _words("tumour")
 #: A mention of a tumour: one of :data:`TUMOUR_WORDS`, a named "-oma" or a "primary" ("three
 #: foci of adenocarcinoma", "a second primary").
 TUMOUR_MENTION = re.compile(rf"\b(?:{TUMOUR_WORDS})\b|\b\w+omas?\b|\bprimar\w*", re.I)
 #: Words that make a clause about non-tumour tissue ("background", "adjacent").
-BACKGROUND_WORDS = (
-    r"background|adjacent|non-?\s?neoplastic|non-?\s?tumou?rous|non-?\s?lesional|uninvolved|"
-    r"surrounding|remaining|residual\s+(?:normal\s+)?(?:parenchyma|tissue)|normal|benign|"
-    r"non-?\s?carcinomatous|intervening|unremarkable"
-)
+BACKGROUND_WORDS = _words("background")
 #: Cell populations other than the tumour cells (for IHC results).
-OTHER_POPULATIONS = (
-    r"lymphocytes?|b[\s\-]cells?|t[\s\-]cells?|histiocytes?|macrophages?|plasma\s+cells?|"
-    r"inflammatory\s+cells?|stromal?\s+cells?|stroma|myoepithelial\s+(?:cells?|layer)|"
-    r"basal\s+(?:cells?|layer)|endothelial\s+cells?|endothelium|internal\s+(?:positive\s+)?"
-    r"control|(?:positive|negative|external)\s+controls?|controls?|normal\s+(?:cells|glands|"
-    r"tissue|epithelium|ducts|mucosa)|benign\s+(?:glands|ducts|epithelium|tissue)|"
-    r"non-?\s?neoplastic\s+(?:cells|tissue|epithelium|glands)|background|adjacent|"
-    r"entrapped|residual\s+normal|germinal\s+cent(?:er|re)s?|dendritic\s+cells?|"
-    r"mast\s+cells?|neutrophils|eosinophils|reactive\s+\w+|gemistocytes|astrocytes|"
-    r"neurons?|axons|hepatocytes|urothelium|surface\s+epithelium|squamous\s+epithelium|"
-    r"(?:tumou?ral\s+)?(?:lymphocytic|lymphoid)\s+(?:proliferation|component|infiltrate|population|cells?)"
-)
+OTHER_POPULATIONS = _words("other_population")
 #: Ordinal words that point to another lesion than "the" tumour.
 _UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _TEENS = (
@@ -246,10 +113,7 @@ NUMBER_WORDS: MappingProxyType[str, int] = MappingProxyType(
     }
 )
 
-OTHER_LESION = (
-    r"second|another|additional|separate|smaller|satellite|other|distinct|third|two|multiple|"
-    r"several"
-)
+OTHER_LESION = _words("other_lesion")
 
 #: Words that say a part (or report) holds several tumours ("two nodules", "a separate
 #: focus of …", "tumor #2", "multifocal").
