@@ -11,6 +11,7 @@ Not a pathgls module and not imported by the tests.
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def timed_process(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     cpu: list[float] | None = None,
+    timeout: float | None = None,
 ) -> tuple[float, str, float]:
     """Wall seconds of a whole child process (start-up included), its output and its peak RSS
     in MB (the largest of the child and the children it waited for).
@@ -88,30 +90,38 @@ def timed_process(
     before ``PYTHONPATH``: a command meant to run another checkout's code must run elsewhere
     than in this one. ``cpu``: a list the child's CPU seconds (user + system, its waited-for
     children included: a pool's workers) are appended to — on a loaded machine the work done,
-    where the wall measures the share of the cores the command got.
+    where the wall measures the share of the cores the command got. ``timeout``: seconds after
+    which the command and its children (its own process group) are killed.
 
     Raises:
-        RuntimeError: the child failed (its output's tail in the message).
+        RuntimeError: the child failed or ran past ``timeout`` (its output's tail in the message).
     """
     # a child's peak RSS starts from its parent's at fork (Linux keeps the pre-exec high-water
     # mark), and a benchmark's parent holds a model: a small launcher process forks the command
     # and reports the command's own peak
     t0 = time.perf_counter()
-    proc = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, "-c", _LAUNCHER, *cmd],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
         cwd=cwd,
-        check=False,
-    )
+        start_new_session=timeout is not None,  # a group to kill on timeout
+    ) as proc:
+        try:
+            stdout, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, _ = proc.communicate()
+            what = " ".join(cmd[:4])
+            raise RuntimeError(f"{what} … ran past {timeout} s: {stdout[-800:]}") from e
     wall = time.perf_counter() - t0
-    out, _, tail = proc.stdout.rpartition("\n@@maxrss_kb ")
+    out, _, tail = stdout.rpartition("\n@@maxrss_kb ")
     rss, _, cpu_s = tail.strip().partition(" ")
     if proc.returncode or not rss.isdigit():
         what = " ".join(cmd[:4])
-        raise RuntimeError(f"{what} … failed ({proc.returncode}): {proc.stdout[-800:]}")
+        raise RuntimeError(f"{what} … failed ({proc.returncode}): {stdout[-800:]}")
     if cpu is not None:
         cpu.append(float(cpu_s))
     return wall, out, int(rss) / 1024

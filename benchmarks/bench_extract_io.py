@@ -60,19 +60,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _rounds import load_note, ratios, run_rounds, spread, timed_call, timed_process  # noqa: E402
 
 
-def build(workdir: Path) -> Path:
-    """Write (or reuse) the 40× pyramid without a 20× level."""
+def build(workdir: Path, *, size: int = SIZE) -> Path:
+    """Write (or reuse) the ``size`` × ``size`` 40× pyramid without a 20× level (0.25 µm/px:
+    OpenSlide reads ``mpp-x`` and ``objective-power`` from its Aperio description)."""
     import openslide
 
     from pathgls.testing.synthetic import write_mosaic_40x
 
-    out = workdir / f"cmu-40x-no20x-{SIZE}.svs"
+    out = workdir / f"cmu-40x-no20x-{size}.svs"
     if out.exists():
         return out
     with openslide.OpenSlide(str(CMU)) as s:
         w, h = s.dimensions
         rgb = np.asarray(s.read_region((0, 0), 0, (w, h)).convert("RGB"))
-    write_mosaic_40x(out, rgb=rgb, size=SIZE, level_factor=4)
+    write_mosaic_40x(out, rgb=rgb, size=size, level_factor=4)  # written whole or not at all
     return out
 
 
