@@ -222,6 +222,7 @@ def run_trident(args, *, slide: Path, coords_h5: Path, weights: Path, out: Path)
         str(args.threads),
         "--repeats",
         "1",
+        *(("--cold",) if args.trident_cold else ()),
     ]
     try:
         wall, text, rss = timed_process(cmd, env=_child_env(), timeout=args.timeout)
@@ -279,6 +280,12 @@ def main() -> None:
         help="side of the 40x pyramid built when no --slide (32768: 549 tissue patches)",
     )
     ap.add_argument("--trident-python", default="/work/trident-env/bin/python")
+    ap.add_argument(
+        "--trident-cold",
+        action="store_true",
+        help="TRIDENT as a user runs it: one extraction per process, no warm-up or extra passes "
+        "(its wall and in-call rate are then a user's run, like the CLI's and CLAM's)",
+    )
     ap.add_argument("--clam-src", type=Path, default=None, help="a CLAM checkout (runs CLAM)")
     ap.add_argument("--clam-python", default=sys.executable, help="the Python CLAM runs under")
     ap.add_argument(
@@ -417,8 +424,13 @@ def main() -> None:
         procs.setdefault(CLI, ([], []))[0].append(wall)
         procs[CLI][1].append(rss)
         m = re.search(r"encoded \((?:[^()]*, )?([\d.]+) patches/s\)", text)
+        # the patch stage alone (reading, encoding, writing): what the peers, handed ready
+        # coordinates, time in-call; the overall rate also carries tiling and hashing
+        st = re.search(r"(\d+) encoded .* ([\d.]+) s of it reading, encoding and writing", text)
+        cli_stage.append(int(st.group(1)) / float(st.group(2)) if st else float("nan"))
         return wall, float(m.group(1)) if m else None
 
+    cli_stage: list[float] = []
     contenders = {
         OURS: lambda: timed_call(pathgls),
         MEM: lambda: timed_call(in_memory),
@@ -448,14 +460,21 @@ def main() -> None:
     for k, (wall, rss) in procs.items():
         print(f"  {k[:44]:44s} {spread(wall):>18s} {spread(rss, '{:.0f}'):>18s}")
     print(
-        "  (the CLI and CLAM processes are a user's run; TRIDENT's child also warms up and times "
-        "its data-only and forward-only rows)"
+        "  (the CLI and CLAM processes are a user's run; TRIDENT's too with --trident-cold, else "
+        "its child also warms up and times its data-only and forward-only rows)"
     )
+    if cli_stage:
+        print(f"{'CLI patch stage only (after tiling), patches/s':62s} {spread(cli_stage):>22s}")
     print("ratios within each round:")
     pairs = ((OURS, FWD), (CLI, OURS), (CLI, FWD), (OURS, TRI), (CLI, TRI), (OURS, CLAM))
     for a, b in (*pairs, (CLI, CLAM)):
         if a in series and b in series:
             print(f"  {a[:40]} / {b[:40]}: {spread(ratios(series[a], series[b]), '{:.2f}')}×")
+    for peer_label in (TRI, CLAM):
+        if cli_stage and peer_label in series:
+            rates = series[peer_label].rates
+            stage = [x / y for x, y in zip(cli_stage, rates, strict=True) if y > 0]
+            print(f"  CLI patch stage / {peer_label[:40]}: {spread(stage, '{:.2f}')}×")
     if CLI in procs and CLAM in procs and len(procs[CLI][0]) == len(procs[CLAM][0]):
         r = [x / y for x, y in zip(procs[CLAM][0], procs[CLI][0], strict=True)]
         print(f"  whole process, wall of CLAM / wall of pathgls extract: {spread(r, '{:.2f}')}×")
