@@ -528,10 +528,14 @@ def main() -> None:
         return
     print(
         f"\nTRIDENT {tri['trident']} (torch {tri['torch']}, transformers {tri['transformers']}; "
-        f"here: torch {torch.__version__}, transformers {transformers.__version__}); its ViT "
-        f"forward in its env {tri['forward_per_s']:.1f}/s vs here "
-        + (f"{statistics.median(series[FWD].rates):.1f}/s" if FWD in series else "(skipped)")
-        + " (the version difference, measured)"
+        f"here: torch {torch.__version__}, transformers {transformers.__version__})"
+        + (
+            "; a user's run (--trident-cold): its forward alone not timed"
+            if tri.get("forward_per_s") is None
+            else f"; its ViT forward in its env {tri['forward_per_s']:.1f}/s vs here "
+            + (f"{statistics.median(series[FWD].rates):.1f}/s" if FWD in series else "(skipped)")
+            + " (the version difference, measured)"
+        )
     )
     theirs = same_patches(tri["features_path"], "TRIDENT")
     tstyle = trident_style_pixels(slide, coords, plan, plip.preprocess)
