@@ -183,11 +183,11 @@ def _plain_image_encoder(
     precision = resolve_precision(
         config.precision, device, preferred="bf16" if dtype_name == "bfloat16" else None
     )
-    model = load_tower(location, spec, dtype=torch_dtype(precision), label=config.name)
+    model = load_tower(location, spec, dtype=torch_dtype(precision), label=str(config.name))
     model = model.to(device)
     source_repo, revision = hub.location_source(location)
     return ClipEncoder(
-        name=config.name,
+        name=encoder_name(config),
         dim=spec.projection_dim,
         image_size=spec.image_size,
         precision=precision,
