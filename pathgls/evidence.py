@@ -157,7 +157,9 @@ class Record:
     @classmethod
     def _schema(cls) -> Mapping[str, tuple[str, type[Record] | None, Any]]:
         """``{field: (kind, record type, default)}`` of the record's JSON keys."""
-        return _schema_of(cls)
+        # functools.cache types its arguments as Hashable; mypy reads the class's __hash__ = None
+        # (an eq dataclass's instances are unhashable) as the class object's own
+        return _schema_of(cls)  # type: ignore[arg-type]
 
     @classmethod
     def _label(cls) -> str:
@@ -469,7 +471,8 @@ class StabilityEvidence(ModuleEvidence):
         The first of ``conditions`` is the augmentation, the second the attack; a condition
         not listed is ``aug`` when it is ``stain``, else ``attack``.
         """
-        listed = dict(zip(self.conditions, ("aug", "attack"), strict=False))
+        roles: tuple[Role, Role] = ("aug", "attack")
+        listed = dict(zip(self.conditions, roles, strict=False))
         return listed.get(condition) or ("aug" if condition == "stain" else "attack")
 
     def delta_of(self, role: Role) -> Number | None:

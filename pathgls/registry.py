@@ -120,7 +120,7 @@ class ModelRef:
 def is_repo_id(text: str) -> bool:
     """True when ``text`` is ``org/name`` (no revision)."""
     m = REPO_ID_PATTERN.match(text.strip())
-    return bool(m) and m.group("revision") is None
+    return m is not None and m.group("revision") is None
 
 
 def parse_model_ref(arg: str, *, what: str = "model") -> ModelRef:

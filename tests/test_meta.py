@@ -172,6 +172,22 @@ def test_metric_registry_and_meta_cli(shared_data, tmp_path) -> None:
     assert json.loads(res.stdout)["score"] == pytest.approx(1.0)
 
 
+def test_entity_f1_metric_is_nan_where_neither_side_has_an_entity() -> None:
+    # entity F1 is undefined (None) for such a pair; compute_metrics used to crash on
+    # float(None) there. NaN is what the correlation drops.
+    import math
+
+    from pathgls.meta.metrics import compute_metrics
+
+    vals = compute_metrics(
+        ["entity_f1"],
+        references=["Thank you.", "Invasive ductal carcinoma."],
+        candidates=["See you soon.", "Invasive ductal carcinoma."],
+    )["entity_f1"]
+    assert math.isnan(vals[0])
+    assert vals[1] == pytest.approx(1.0)
+
+
 def test_meta_on_the_examples_shows_progress_except_under_json() -> None:
     import json
     from pathlib import Path

@@ -112,6 +112,7 @@ def _tails(
             sizes = side.sum(dim=1, dtype=torch.int32).long()
             enough &= bool((sizes >= n_side).all())
             near = side if near is None else near.logical_or_(side)
+        assert near is not None and sizes is not None  # k_low + k_high > 0: a side was sampled
         if k_low and k_high:
             sizes = near.sum(dim=1, dtype=torch.int32).long()
         if enough and int(sizes.sum()) <= 4 * int((n_low + n_high).sum()) + 1024 * rows:

@@ -262,6 +262,7 @@ def _as_batch(images: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, _Restore
 
 
 def _result(run: MacenkoRun, restore: _Restore, factors: torch.Tensor) -> StainResult:
+    assert run.images is not None  # both callers run Macenko with a mix
     return StainResult(
         images=restore(run.images),
         stain_matrices=run.fit.stain_matrices,

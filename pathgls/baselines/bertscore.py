@@ -393,11 +393,12 @@ class BERTScorer:
                 f"{zero_weight} pair(s) had a side whose token weights sum to 0 (idf: every token "
                 "occurs in every reference); that side's P or R was set to 0.0"
             )
-        rescaled = self.config.baseline is not None
-        if rescaled:
+        baseline = self.config.baseline
+        rescaled = baseline is not None
+        if baseline is not None:
             precision, recall, f1 = (
                 [v if i in empty else (v - b) / (1.0 - b) for i, v in enumerate(values)]
-                for values, b in zip((precision, recall, f1), self.config.baseline, strict=True)
+                for values, b in zip((precision, recall, f1), baseline, strict=True)
             )
         for note in notes:
             logger.warning("BERTScore (%s): %s", self.config.model, note)

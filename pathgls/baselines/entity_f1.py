@@ -196,6 +196,7 @@ def entity_f1_batch(
         if i in empty:
             out.append(EntityF1Result(precision=0.0, recall=0.0, f1=0.0, empty=True))
             continue
+        assert extractor is not None  # built above: a pair is not empty
         for text in (cand, ref):
             if text not in entities:
                 entities[text] = analyze_report(text, extractor=extractor).entities

@@ -58,7 +58,12 @@ def _tidy_help(command: Any) -> None:
         if isinstance(param, TyperArgument):
             if param.nargs != 1:  # ``names...``: one type, the name column says it repeats
                 shown = _element_type(param.display_type(Context(command)))
-                param.display_type_rich = lambda ctx, shown=shown: shown
+
+                def display_type_rich(ctx: Context, shown: str = shown) -> str:
+                    return shown
+
+                # one parameter's rendering replaced (an instance attribute over the method)
+                param.display_type_rich = display_type_rich  # type: ignore[method-assign]
             continue
         if param.metavar is not None:
             continue

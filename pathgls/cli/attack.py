@@ -57,6 +57,8 @@ def stain(
     except PathGLSError as e:
         fail(console, e)
     out = out if out is not None else ATTACK_DIR / f"{image.stem}-stain-{seed}.png"
+    import numpy as np
+
     from pathgls.attacks.stain import perturb_stain
     from pathgls.grounding.sources import load_roi_image
     from pathgls.inspect.viz import save_png
@@ -67,6 +69,7 @@ def stain(
             images=img, image_ids=image_id or image.name, seed=seed, config=cfg.stain
         )
         out.parent.mkdir(parents=True, exist_ok=True)
+        assert isinstance(res.images, np.ndarray)  # like the input: a numpy image
         save_png(out, res.images)
     except PathGLSError as e:
         fail(console, e)

@@ -457,7 +457,7 @@ def evaluate(
         trust = "missing" if c.trust is None else f"{c.trust:.3f}"
         shown = escape(redact(c.subject))
         console.print(f"{escape(c.item_id)} · {shown}: trust {trust} → {route}")
-        for e in c.errors:
-            console.print(f"  [red]error:[/] {escape(redact(e.splitlines()[0]))}", soft_wrap=True)
+        for err in c.errors:
+            console.print(f"  [red]error:[/] {escape(redact(err.splitlines()[0]))}", soft_wrap=True)
     if any(c.status == "failed" for c in cards):
         raise typer.Exit(1)

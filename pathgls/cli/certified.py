@@ -284,7 +284,7 @@ def run_certified(
 
     needed = [
         r for r in GateConfig().required if not any(m in meta["coverage"] for m in r.split("|"))
-    ]  # type: ignore[operator]
+    ]
     if needed:
         console.print(
             f"[yellow]note:[/] the gate deploys only with {', '.join(needed)} scored (\\[gate] "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -95,10 +96,14 @@ def write_crops(slide: Path, directory: Path) -> list[Path]:
     Raises:
         PathGLSError: the slide cannot be read or a crop cannot be written.
     """
+    import numpy as np
     from PIL import Image
 
     from pathgls.io.atomic import write_via
     from pathgls.tiling.slides import open_slide
+
+    def save_png(rgb: np.ndarray, p: Path) -> None:
+        Image.fromarray(rgb).save(p, format="PNG")
 
     directory.mkdir(parents=True, exist_ok=True)
     out = []
@@ -108,7 +113,7 @@ def write_crops(slide: Path, directory: Path) -> list[Path]:
             rgb = reader.read_region((x, y), 0, (CROP_SIDE, CROP_SIDE))
             path = directory / f"{crop_name(x, y)}.png"
             try:
-                write_via(path, lambda p, rgb=rgb: Image.fromarray(rgb).save(p, format="PNG"))
+                write_via(path, functools.partial(save_png, rgb))
             except OSError as e:
                 raise PathGLSError(f"cannot write the demo crop {path}: {e}") from e
             out.append(path)

@@ -12,14 +12,13 @@ from rich.table import Table
 from pathgls.cli.common import RANDOM_MARK, fail, random_weight_modules
 from pathgls.cli.layout import Block, is_compact, print_blocks
 from pathgls.errors import ConfigError, PathGLSError, ScoreCardError
-from pathgls.fusion import IMAGE_UNCHECKED
 from pathgls.io.confine import confined
 from pathgls.io.outputs import write_run_csv
 from pathgls.io.rundirs import check_run_dir
 from pathgls.io.sanitize import markup_text as escape
 from pathgls.jsontext import JSONTextError, loads_strict
 from pathgls.modules import MODULE_NAMES, REFERENCE_FREE, SCORE_MODULES
-from pathgls.reasons import card_reasons
+from pathgls.reasons import IMAGE_UNCHECKED, card_reasons
 from pathgls.types import ScoreCard
 
 Arg = typer.Argument

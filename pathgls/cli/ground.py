@@ -386,7 +386,7 @@ def _draw(result: Any, thumb: Background | None, entity: str, out: Path) -> None
     values = result.patch_values(target.phrase)
     ox, oy = thumb.origin
     coords = thumb.coords - [round(ox), round(oy)]
-    ev = next(
+    ev: dict[str, Any] = next(
         (e for e in result.score.evidence.get("entities", []) if e["phrase"] == target.phrase), {}
     )
     box = ev.get("box")

@@ -75,8 +75,8 @@ def list_command(
     table.add_column("name", no_wrap=True)
     table.add_column("argument", overflow="fold")
     table.add_column("description", overflow="fold")
-    for e in entries:
-        table.add_row(e.kind, e.name, escape(e.argument), escape(e.description))
+    for entry in entries:
+        table.add_row(entry.kind, entry.name, escape(entry.argument), escape(entry.description))
     Console().print(table)
 
 

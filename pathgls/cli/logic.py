@@ -250,16 +250,16 @@ def entities(
     table = Table(title=f"{report.name}: {len(analyzed.entities)} entities")
     for col in ("#", "text", "type", "concept", "section", "neg", "unc", "attributes"):
         table.add_column(col)
-    for i, e in enumerate(analyzed.entities):
-        attrs = ", ".join(f"{k}={v}" for k, v in sorted(e.attributes.items()))
+    for i, ent in enumerate(analyzed.entities):
+        attrs = ", ".join(f"{k}={v}" for k, v in sorted(ent.attributes.items()))
         table.add_row(
             str(i),
-            escape(e.text),
-            e.type,
-            escape(e.concept),
-            e.section,
-            "yes" if e.negated else "",
-            "yes" if e.uncertain else "",
+            escape(ent.text),
+            ent.type,
+            escape(ent.concept),
+            ent.section,
+            "yes" if ent.negated else "",
+            "yes" if ent.uncertain else "",
             escape(attrs),
         )
     out.print(table)

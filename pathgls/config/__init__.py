@@ -151,7 +151,8 @@ def config_from_dict(data: Mapping[str, Any]) -> PathGLSConfig:
 
 def config_to_dict(config: Any) -> dict[str, Any]:
     """Nested dict of a config (or of one section), with None values dropped (TOML has no null)."""
-    return to_dict(config)
+    tables: dict[str, Any] = to_dict(config)
+    return tables
 
 
 def _merge(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,8 @@ import tomli_w
 
 from pathgls.errors import ConfigError
 
+T = typing.TypeVar("T")
+
 
 def require(condition: bool, message: str) -> None:
     """Raise :class:`ConfigError` with ``message`` unless ``condition``.
@@ -97,7 +99,7 @@ def convert(tp: Any, value: Any, where: str) -> Any:
         TypeError: ``tp`` is an annotation this converter does not know (a programming error).
     """
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where} must be a table, got {value!r}")
         return from_dict(tp, value, where)
@@ -120,12 +122,12 @@ def convert(tp: Any, value: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be {_type_name(tp)}, got {value!r}")
         return value
     if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) != 2 or args[1] is not Ellipsis:
+        item_args = typing.get_args(tp)
+        if len(item_args) != 2 or item_args[1] is not Ellipsis:
             raise TypeError(f"{where}: only tuple[X, ...] fields are supported, not {tp}")
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{where} must be an array, got {value!r}")
-        return tuple(convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(convert(item_args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
     if origin in (Mapping, dict) or tp in (Mapping, dict):
         key_tp, value_tp = typing.get_args(tp) or (str, Any)
         if key_tp is not str:
@@ -193,7 +195,7 @@ def qualify(where: str, cls: type, message: str) -> str:
     return f"[{where}] {message}"
 
 
-def from_dict(cls: type, data: Mapping[str, Any], where: str = "") -> Any:
+def from_dict(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
     """Build the dataclass ``cls`` from ``data`` (a subset of its fields; the rest default).
 
     Raises:

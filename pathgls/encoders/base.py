@@ -49,7 +49,7 @@ class Encoder(Protocol):
     name: str
     dim: int
     image_size: int
-    precision: str
+    precision: ResolvedPrecision
     device: str
     model_id: str
     revision: str | None

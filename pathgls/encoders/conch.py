@@ -128,7 +128,7 @@ def convert_conch_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.
     return out
 
 
-def build_conch_model(model_cfg: dict[str, Any]) -> nn.Module:
+def build_conch_model(model_cfg: dict[str, Any]) -> Any:  # open_clip's CustomTextCLIP (untyped)
     """An fp32 open_clip ``CustomTextCLIP`` with CONCH's architecture (see the module docstring)."""
     import open_clip
 
@@ -139,7 +139,7 @@ def build_conch_model(model_cfg: dict[str, Any]) -> nn.Module:
     return model
 
 
-def adapt_conch_visual(visual: nn.Module) -> None:
+def adapt_conch_visual(visual: Any) -> None:  # open_clip's VisionTransformer (untyped)
     """Make open_clip's vision tower CONCH's: the trunk norm in front of the pooler's key norm,
     and the contrastive LayerNorm's eps (points 1 and 3 of the module docstring)."""
     from open_clip.transformer import LayerNorm

@@ -14,6 +14,7 @@ from pathgls.encoders.registry import (
     ENCODERS,
     SpecKind,
     encoder_location,
+    encoder_name,
     parse_encoder_spec,
 )
 from pathgls.errors import ConfigError
@@ -26,7 +27,7 @@ from pathgls.errors import ConfigError
     backend="hf_clip",
 )
 def _hf(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
-    spec = parse_encoder_spec(config.name)
+    spec = parse_encoder_spec(encoder_name(config))
     return load_hf_clip(
         config, encoder_location(spec, config), model_id=spec.repo_id, image_only=image_only
     )
@@ -40,7 +41,7 @@ def _hf(argument: str, config: EncoderConfig, *, image_only: bool = False) -> En
     backend="open_clip",
 )
 def _open_clip(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
-    spec = parse_encoder_spec(config.name)
+    spec = parse_encoder_spec(encoder_name(config))
     if spec.kind is SpecKind.OPEN_CLIP_DIR:
         location = encoder_location(spec, config)
         return load_open_clip_dir(config, location, model_id=spec.repo_id, image_only=image_only)

@@ -29,7 +29,7 @@ from pathgls.encoders.clip_vision import (
     read_json,
     read_processor,
 )
-from pathgls.encoders.registry import register_encoder
+from pathgls.encoders.registry import encoder_name, register_encoder
 from pathgls.errors import EncoderError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
@@ -154,7 +154,7 @@ def load_hf_clip(
     image_size = int(hf_config.vision_config.image_size)
     source_repo, revision = hub.location_source(location)
     return ClipEncoder(
-        name=config.name,
+        name=encoder_name(config),
         dim=int(hf_config.projection_dim),
         image_size=image_size,
         precision=precision,
@@ -183,11 +183,11 @@ def _plain_image_encoder(
     precision = resolve_precision(
         config.precision, device, preferred="bf16" if dtype_name == "bfloat16" else None
     )
-    model = load_tower(location, spec, dtype=torch_dtype(precision), label=config.name)
+    model = load_tower(location, spec, dtype=torch_dtype(precision), label=str(config.name))
     model = model.to(device)
     source_repo, revision = hub.location_source(location)
     return ClipEncoder(
-        name=config.name,
+        name=encoder_name(config),
         dim=spec.projection_dim,
         image_size=spec.image_size,
         precision=precision,
@@ -220,7 +220,9 @@ def _image_tower(
 
     class VisionTower(CLIPVisionModelWithProjection):
         # the checkpoint is a whole CLIPModel: its text weights are left unread, not reported
-        _keys_to_ignore_on_load_unexpected: ClassVar[list[str]] = [
+        # (transformers declares this class default as an instance attribute; RUF012 asks for
+        # ClassVar on a mutable class attribute)
+        _keys_to_ignore_on_load_unexpected: ClassVar[list[str]] = [  # type: ignore[misc]
             r"^text_model\.",
             r"^text_projection\.",
             r"^logit_",
@@ -233,7 +235,7 @@ def _image_tower(
     model = load_checked(
         VisionTower,
         location,
-        label=config.name,
+        label=str(config.name),
         what="the vision tower of a CLIPModel",
         dtype=torch_dtype(precision),
         config=vision_config,
@@ -256,7 +258,11 @@ def _both_towers(
     from transformers import CLIPModel
 
     model = load_checked(
-        CLIPModel, location, label=config.name, what="a CLIPModel", dtype=torch_dtype(precision)
+        CLIPModel,
+        location,
+        label=str(config.name),
+        what="a CLIPModel",
+        dtype=torch_dtype(precision),
     )
     tokenizer = _lazy_tokenizer(config.name, location)
     model = model.to(device).eval()
@@ -293,7 +299,7 @@ def _lazy_tokenizer(label: str | None, location: str) -> Callable[[], Any]:
             f"{label!r}: cannot load the tokenizer in {location}: none of "
             f"{', '.join(_TOKENIZER_FILES)} is there"
         )
-    lock, loaded = threading.Lock(), []
+    lock, loaded = threading.Lock(), list[Any]()
 
     def get() -> Any:
         with lock:

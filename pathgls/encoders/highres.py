@@ -165,7 +165,7 @@ def encode_highres(
         return empty, np.zeros((0, encoder.dim), dtype=np.float32)
     out = np.empty((n * n_windows, encoder.dim), dtype=np.float32)
     fused = isinstance(encoder, ClipEncoder) and encoder.preprocess.is_model_sized(wh, ww)
-    if fused and max_batch >= n_windows:
+    if fused and max_batch >= n_windows and isinstance(encoder, ClipEncoder):
         _encode_model_sized(encoder, batch, coords, wh, max_batch, buffers or WindowBuffers(), out)
     else:
         # one window covering the whole patch (e.g. one resized view per patch) is the batch

@@ -22,11 +22,11 @@ import torch
 from pathgls.config import EncoderConfig
 from pathgls.encoders.base import ClipEncoder, TorchPreprocess
 from pathgls.encoders.image_tower import ImageTower, load_image_tower
-from pathgls.encoders.registry import register_encoder
+from pathgls.encoders.registry import encoder_name, register_encoder
 from pathgls.errors import EncoderError, ModelNotFoundError, UnknownNameError
 from pathgls.hub import store as hub
 from pathgls.hub.cards import model_card
-from pathgls.hub.device import resolve_device, resolve_precision
+from pathgls.hub.device import ResolvedPrecision, resolve_device, resolve_precision
 from pathgls.hub.hf import refusing_pickles
 
 # Weight files open_clip looks for in a directory, best first.
@@ -87,11 +87,11 @@ def _embed_dim(model: torch.nn.Module) -> int:
 
 def make_open_clip_encoder(
     config: EncoderConfig,
-    model: torch.nn.Module,
+    model: Any,  # an open_clip CLIP or an ImageTower (open_clip ships no type information)
     tokenize: Callable[[list[str]], torch.Tensor] | None,
     *,
     device: torch.device,
-    precision: str,
+    precision: ResolvedPrecision,
     model_id: str,
     revision: str | None,
     random_weights: bool,
@@ -115,10 +115,10 @@ def make_open_clip_encoder(
     preprocess = preprocess_from_model(model)
     dim = _embed_dim(model)
     return ClipEncoder(
-        name=config.name,
+        name=encoder_name(config),
         dim=dim,
         image_size=preprocess.size,
-        precision=precision,  # type: ignore[arg-type]
+        precision=precision,
         device=str(device),
         model_id=model_id,
         revision=revision,
@@ -132,7 +132,7 @@ def make_open_clip_encoder(
 
 def _create(
     config: EncoderConfig, label: str, **kwargs: Any
-) -> tuple[torch.nn.Module, torch.device, str]:
+) -> tuple[torch.nn.Module, torch.device, ResolvedPrecision]:
     import open_clip
 
     device = resolve_device(config.device)
@@ -155,7 +155,7 @@ def _create_image_tower(
     checkpoint: Path,
     preprocess_cfg: dict[str, Any],
     quick_gelu: bool = False,
-) -> tuple[torch.nn.Module, torch.device, str]:
+) -> tuple[torch.nn.Module, torch.device, ResolvedPrecision]:
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     tower = load_image_tower(
@@ -270,7 +270,10 @@ def load_open_clip_arch(
         # open_clip writes "org/name/file" or "org/name/" (the default weights file).
         repo_id, filename = os.path.split(hf_hub)
         directory = hub.resolve_model(
-            repo_id, name=config.name, pull_name=f"hf:{repo_id}", models_dir=config.models_dir
+            repo_id,
+            name=encoder_name(config),
+            pull_name=f"hf:{repo_id}",
+            models_dir=config.models_dir,
         )
         found = directory / filename if filename else find_checkpoint(directory)
         if found is None or not found.is_file():

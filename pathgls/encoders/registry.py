@@ -111,7 +111,7 @@ def register_encoder(
     def deco(loader: EncoderLoader) -> EncoderLoader:
         def factory(argument: str, config: EncoderConfig, *, image_only: bool = False) -> Encoder:
             del argument  # a named model takes none (the registry refuses one)
-            spec = parse_encoder_spec(config.name)
+            spec = parse_encoder_spec(encoder_name(config))
             location = encoder_location(spec, config)
             return loader(config, location, image_only=image_only)
 
@@ -124,6 +124,17 @@ def register_encoder(
 def list_encoders() -> list[RegistryEntry[Encoder]]:
     """Every encoder name and scheme, sorted (``meta["card"]`` names a model's card)."""
     return ENCODERS.entries()
+
+
+def encoder_name(config: EncoderConfig) -> str:
+    """``config.name``, set whenever an encoder is built (the registry is looked up by it).
+
+    Raises:
+        ConfigError: no encoder is named.
+    """
+    if config.name is None:
+        raise ConfigError("no encoder is named (encoder.name is unset)")
+    return config.name
 
 
 def parse_encoder_spec(spec: str) -> EncoderSpec:
@@ -158,12 +169,13 @@ def _parse_open_clip(text: str, arg: str) -> EncoderSpec:
         if ref.repo_id is None:
             raise ConfigError(f"{text!r}: expected open_clip:hf-hub:<org>/<name>")
         return EncoderSpec(text, SpecKind.OPEN_CLIP_DIR, text, ref.repo_id, ref.revision)
+    found: ModelRef | None
     try:
-        ref = parse_model_ref(arg, what=text)
+        found = parse_model_ref(arg, what=text)
     except ConfigError:
-        ref = None
-    if ref is not None and ref.path is not None:
-        return EncoderSpec(text, SpecKind.OPEN_CLIP_DIR, text, path=ref.path)
+        found = None
+    if found is not None and found.path is not None:
+        return EncoderSpec(text, SpecKind.OPEN_CLIP_DIR, text, path=found.path)
     if not inner.arg:
         raise ConfigError(f"{text!r}: expected {_OPEN_CLIP_FORMS}")
     return EncoderSpec(text, SpecKind.OPEN_CLIP_ARCH, text, arch=inner.kind, weights=inner.arg)

@@ -24,6 +24,7 @@ import numpy as np
 
 from pathgls.config import SLIDE_SECTIONS, PathGLSConfig, config_to_dict
 from pathgls.encoders import Encoder, WindowBuffers, encode_highres, window_offsets
+from pathgls.encoders.registry import encoder_name
 from pathgls.errors import BagError, PathGLSError
 from pathgls.features.bags import BagMeta, BagWriter, validate_bag
 from pathgls.features.session import SlideSession
@@ -195,7 +196,7 @@ def _extract(
     win_size = ec.window_size if ec.windows else plan.patch_size
     win_stride = ec.window_stride if ec.windows else plan.patch_size
     meta = BagMeta(
-        encoder=ec.name,
+        encoder=encoder_name(ec),
         patch_size=plan.patch_size,
         patch_size_level0=plan.patch_size_level0,
         target_magnification=plan.target_magnification,
@@ -234,7 +235,7 @@ def _extract(
         result.warnings.append(
             f"no resolution metadata; assumed {plan.level0_mpp:g} µm/px (pass --mpp to set it)"
         )
-    path = bag_path_for(out_dir, bag_name or session.name, ec.name)
+    path = bag_path_for(out_dir, bag_name or session.name, encoder_name(ec))
     result.bag_path, result.n_patches = str(path), len(grid)
     result.views_per_patch = per_patch
     if len(grid) == 0:

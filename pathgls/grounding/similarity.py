@@ -83,7 +83,7 @@ def _window_shape(windows: Any) -> tuple[int, int, int]:
     shape = tuple(int(s) for s in getattr(windows, "shape", ()))
     if len(shape) != 3:
         raise ValueError(f"windows must be (N patches, W windows, D), got shape {shape}")
-    return shape  # type: ignore[return-value]
+    return shape
 
 
 def normalize_rows(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:

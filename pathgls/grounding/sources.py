@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -70,7 +70,7 @@ class WindowSource:
         """``space`` pixels per encoder-input pixel."""
         return self.patch_size_level0 / self.patch_size
 
-    def patch_boxes(self, index: np.ndarray) -> np.ndarray:
+    def patch_boxes(self, index: np.ndarray | Sequence[int]) -> np.ndarray:
         """``(K, 4)`` boxes ``(x, y, w, h)`` of patches, in ``space`` pixels."""
         xy = np.asarray(self.coords, dtype=np.int64)[np.asarray(index, dtype=np.int64)]
         return np.concatenate([xy, np.full_like(xy, self.patch_size_level0)], axis=1)
@@ -204,7 +204,7 @@ def load_roi_image(path: str | os.PathLike[str]) -> np.ndarray:
             if im.mode in ("RGBA", "LA", "P"):
                 rgba = im.convert("RGBA")
                 bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-                im = Image.alpha_composite(bg, rgba)
+                return np.array(Image.alpha_composite(bg, rgba).convert("RGB"), dtype=np.uint8)
             return np.array(im.convert("RGB"), dtype=np.uint8)
     except (OSError, ValueError, Image.DecompressionBombError) as e:
         raise GroundingError(f"cannot read the ROI image {path}: {e}") from e

@@ -118,6 +118,11 @@ class HareReport:
         return not self.text.strip()
 
 
+Side = Literal["candidate", "reference"]
+_CANDIDATE: Side = "candidate"
+_REFERENCE: Side = "reference"
+
+
 @dataclass(frozen=True)
 class EntityMatch:
     """An entity's best counterpart in the other report."""
@@ -200,8 +205,8 @@ def _entity_component(
         EntityMatch(side, e.text, e.type, e.negated,
                     other[int(row.argmax())].text if len(other) else None, float(best), float(w))
         for side, ents, other, s, bests, ws in (
-            ("candidate", ce, re_, sim, best_c, wc),
-            ("reference", re_, ce, sim.T, best_r, wr),
+            (_CANDIDATE, ce, re_, sim, best_c, wc),
+            (_REFERENCE, re_, ce, sim.T, best_r, wr),
         )
         for e, row, best, w in zip(ents, s, bests, ws, strict=True)
     ]  # fmt: skip
@@ -245,7 +250,7 @@ def _relation_component(
         RelationMatch(side, t, other[int(row.argmax())] if len(other) and best > 0 else None,
                       float(best))
         for side, trs, other, s, bests in (
-            ("candidate", cl, rl, sim, best_c), ("reference", rl, cl, sim.T, best_r)
+            (_CANDIDATE, cl, rl, sim, best_c), (_REFERENCE, rl, cl, sim.T, best_r)
         )
         for t, row, best in zip(trs, s, bests, strict=True)
     ]  # fmt: skip

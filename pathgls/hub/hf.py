@@ -9,9 +9,10 @@ running with randomly initialised layers.
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from pathgls.errors import EncoderError, PathGLSError
 
@@ -63,7 +64,7 @@ def refusing_pickles(
         ) from e
 
 
-def saved_precision(hf_config: Any) -> str | None:
+def saved_precision(hf_config: Any) -> Literal["bf16"] | None:
     """``"bf16"`` when the checkpoint was saved in bfloat16 (CUDA then runs it so), else None."""
     import torch
 
@@ -73,7 +74,7 @@ def saved_precision(hf_config: Any) -> str | None:
 
 def load_checked(
     model_class: Any,
-    location: str,
+    location: str | os.PathLike[str],
     *,
     label: str,
     what: str,

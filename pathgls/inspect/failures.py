@@ -173,7 +173,8 @@ def _item_image(
         return np.asarray(im.convert("RGB")), size
     reader = open_slide(path, probe=False)
     try:
-        return reader.thumbnail(max_side), tuple(reader.dimensions)
+        width, height = reader.dimensions
+        return reader.thumbnail(max_side), (width, height)
     finally:
         reader.close()
 
@@ -385,7 +386,7 @@ def logic_view(
         for i, text in ((p.premise_sentence, p.premise), (p.hypothesis_sentence, p.hypothesis)):
             if not (i is not None and 0 <= i < len(texts) and texts[i] == text):
                 i = texts.index(text) if text in texts else i  # another extractor's parse
-            marks.update(by_sentence.get(i, []))
+            marks.update(by_sentence.get(i, []) if i is not None else [])
     return LogicView(analyzed.graph, pairs, frozenset(marks), value, reason)
 
 

@@ -61,11 +61,16 @@ def _handler(site: ReviewSite) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             return  # quiet: the console shows the saved labels instead
 
+        def _port(self) -> object:
+            address = self.server.server_address
+            assert isinstance(address, tuple)  # an AF_INET server: (host, port)
+            return address[1]
+
         def _origin(self) -> str:
-            return f"http://{HOST}:{self.server.server_address[1]}"
+            return f"http://{HOST}:{self._port()}"
 
         def _host_ok(self) -> bool:
-            port = self.server.server_address[1]
+            port = self._port()
             return self.headers.get("Host", "") in (f"{HOST}:{port}", f"localhost:{port}")
 
         def _send(

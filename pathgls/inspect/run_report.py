@@ -209,7 +209,7 @@ def _comparisons(
 
     subjects = sorted({c.subject for c in view.cards})
     cfg = CompareConfig(top=config.disagreements)
-    out = []
+    out: list[dict[str, Any]] = []
     pairs = list(itertools.combinations(subjects, 2))
     compared = []
     for a, b in pairs:
@@ -325,7 +325,7 @@ def _grounding_panel(
     except EvidenceError as e:
         return {"image": png_data_uri(thumb), "note": f"grounding evidence unreadable: {e}"}
     chosen = ev.least_grounded() if ev is not None else None
-    if g is None or g.value is None or chosen is None:
+    if g is None or g.value is None or ev is None or chosen is None:
         why = "not run" if g is None else (g.missing_reason or "no grounded entity")
         return {"image": png_data_uri(thumb), "note": f"grounding missing: {why}"}
     gmap, note = _map_values(run_dir, ev, chosen.phrase)

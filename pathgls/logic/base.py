@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @runtime_checkable
@@ -18,4 +19,6 @@ class NLIScorer(Protocol):
 
     name: str
 
-    def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray: ...
+    def contradiction(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> NDArray[np.float64]: ...

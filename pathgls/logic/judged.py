@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pathgls.config import LogicConfig
 from pathgls.logic.checks import Comparison
@@ -48,9 +49,11 @@ class EmbeddingJudge(Protocol):
     name: str
     threshold: float
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
-    def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray: ...
+    def contradiction(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> NDArray[np.float64]: ...
 
 
 @dataclass
@@ -94,7 +97,7 @@ class JudgedReport:
     pairs: list[JudgedPair]
 
 
-def judge_calibrated(p: np.ndarray, threshold: float) -> np.ndarray:
+def judge_calibrated(p: NDArray[np.float64], threshold: float) -> NDArray[np.float64]:
     """The judge's probability placed on Logic's scale: ``threshold`` ↦ 0.2 (S_l's 0.8 line).
 
     Piecewise linear and monotone: [0, t] → [0, 0.2], [t, 1] → [0.2, 1]. A pair is called a

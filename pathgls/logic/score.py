@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pathgls.config import LogicConfig
 from pathgls.evidence import CheckedStatement, CheckEvidence, ContradictionPair, LogicEvidence
@@ -54,8 +55,8 @@ class LogicAnalysis:
     case: Case
     comparisons: list[Comparison]
     pairs: list[LogicPair]
-    probabilities: np.ndarray  # per pair, the combined probability
-    model_probabilities: np.ndarray | None  # per pair, the NLI model's (None: no model)
+    probabilities: NDArray[np.float64]  # per pair, the combined probability
+    model_probabilities: NDArray[np.float64] | None  # per pair, the NLI model's (None: no model)
 
     @property
     def conflicts(self) -> list[Comparison]:

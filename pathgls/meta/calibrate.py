@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
@@ -159,11 +160,11 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
                 f"{where}: expected {len(table.columns)} fields separated by {delimiter_for(p)!r}"
             )
         scores = {
-            m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)  # type: ignore[arg-type]
+            m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)
             for m in MODULES
             if m in table.columns
         }
-        label = _parse_float(r["label"], what="label", where=where, allow_empty=False)  # type: ignore[arg-type]
+        label = _parse_float(r["label"], what="label", where=where, allow_empty=False)
         item_id = (r["item_id"] or "").strip() or f"line{line}"
         rows.append(ValidationRow(item_id, scores, float(label)))  # type: ignore[arg-type]
     return rows
@@ -241,10 +242,7 @@ def _coerce_row(row: ValidationRow | Mapping[str, object], i: int) -> Validation
         raise CalibrationError(f"row {i}: 'scores' must be a mapping")
     try:
         label = float(row["label"])  # type: ignore[arg-type]
-        clean = {
-            m: None if scores.get(m) is None else float(scores[m])  # type: ignore[arg-type]
-            for m in MODULES
-        }
+        clean = {m: None if scores.get(m) is None else float(scores[m]) for m in MODULES}
     except KeyError as e:
         raise CalibrationError(f"row {i}: no 'label'") from e
     except (TypeError, ValueError) as e:
@@ -276,8 +274,8 @@ def _matrix(
     scores, labels, warnings = [], [], []
     for i, raw in enumerate(rows):
         r = _coerce_row(raw, i)
-        vals = [r.scores.get(m) for m in modules]
-        vals = [math.nan if v is None or not math.isfinite(v) else float(v) for v in vals]
+        given = [r.scores.get(m) for m in modules]
+        vals = [math.nan if v is None or not math.isfinite(v) else float(v) for v in given]
         if not math.isfinite(r.label):
             warnings.append(f"row {r.item_id}: label is not a number; skipped")
         elif all(math.isnan(v) for v in vals):
@@ -311,7 +309,7 @@ def _simplex(k: int, units: int, min_units: int) -> list[tuple[int, ...]]:
     """All k-tuples of integers ≥ min_units summing to units, lexicographic."""
     if k == 1:
         return [(units,)] if units >= min_units else []
-    out = []
+    out: list[tuple[int, ...]] = []
     for first in range(min_units, units - min_units * (k - 1) + 1):
         out.extend((first, *rest) for rest in _simplex(k - 1, units - first, min_units))
     return out
@@ -445,8 +443,8 @@ def weight_search(
 
 def thresholds_for_precision(
     *,
-    trust: Sequence[float],
-    acceptable: Sequence[bool | int],
+    trust: Sequence[float] | NDArray[np.float64],
+    acceptable: Sequence[bool | int] | NDArray[np.bool_],
     target_precision: float = 0.9,
 ) -> ThresholdResult:
     """Lowest threshold t such that the items deployed (trust ≥ t) reach the target precision.

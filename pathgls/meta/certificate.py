@@ -108,7 +108,7 @@ class Certificate:
             ConfigError: a field is missing or of the wrong kind.
         """
         try:
-            kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+            kw: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
             for k in ("threshold", "bound", "rows_needed", "batch", "batch_tail"):  # no null
                 kw.setdefault(k, None)
             kw["subjects"] = tuple(str(s) for s in data.get("subjects", ()))

@@ -9,6 +9,7 @@ analyses each report and loads each model a single time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,13 @@ class MetricContext:
 
 #: Metric name → function (``METRICS.get(name).factory``); listed by ``pathgls list metric``.
 METRICS: Registry[list[float]] = Registry("metric")
+
+
+def _factory(name: str) -> Callable[..., list[float]]:
+    """The function registered as metric ``name`` (UnknownNameError: none is)."""
+    factory = METRICS.get(name).factory
+    assert factory is not None  # register() always sets it
+    return factory
 
 
 @METRICS.register(
@@ -103,8 +111,11 @@ def _bertscore(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) ->
 def _entity_f1(refs: Sequence[str], cands: Sequence[str], ctx: MetricContext) -> list[float]:
     from pathgls.baselines.entity_f1 import entity_f1_batch
 
+    # F1 is undefined (None) for a pair where neither side has an entity: NaN, which the
+    # correlation drops like every other non-finite value
     return [
-        r.f1 for r in entity_f1_batch(candidates=cands, references=refs, extractor=ctx.extractor)
+        math.nan if r.f1 is None else r.f1
+        for r in entity_f1_batch(candidates=cands, references=refs, extractor=ctx.extractor)
     ]
 
 
@@ -151,6 +162,6 @@ def compute_metrics(
     """
     if len(references) != len(candidates):
         raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-    fns = {n: METRICS.get(n).factory for n in names}
+    fns = {n: _factory(n) for n in names}
     ctx = context or MetricContext()
     return {n: [float(v) for v in fn(references, candidates, ctx)] for n, fn in fns.items()}

@@ -40,7 +40,7 @@ import numpy as np
 
 from pathgls.config import FusionConfig
 from pathgls.fusion import fuse
-from pathgls.meta.stats import bootstrap_ci, rank_with_ties
+from pathgls.meta.stats import BootstrapArgs, bootstrap_ci, rank_with_ties
 from pathgls.types import ScoreCard
 
 #: One line of the rule, for captions and table notes.
@@ -201,7 +201,7 @@ def rank_subjects(
     if ranked and not shared:
         unranked |= {s: "no item completed by every subject" for s in ranked}
         ranked = []
-    boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+    boot = BootstrapArgs(n_boot=n_boot, confidence=confidence, seed=seed)
     coverage = {}
     for s in ranked:
         xs = [card_coverage(by_subject[s][i], fusion) or 0.0 for i in shared]

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 import numpy as np
 
 from pathgls.errors import ConfigError
 
 _MAX_BOOT_ELEMENTS = 5_000_000  # resampled indices held at once by bootstrap_ci
+
+
+class BootstrapArgs(TypedDict):
+    """The keyword arguments of :func:`bootstrap_ci` that a caller passes on (``**boot``)."""
+
+    n_boot: int
+    confidence: float
+    seed: int
 
 
 def bootstrap_ci(

@@ -23,9 +23,13 @@ import copy
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import BertModel
 
 #: Parameter-name prefixes of the trained (shipped) part of :class:`JudgeNet`.
 TRAINED_PREFIXES = ("top.", "segment", "head.")
@@ -43,7 +47,7 @@ class StatementStates:
 class JudgeNet(nn.Module):
     """Bottom MiniLM layers (frozen) → pairwise top layers (trained) → contradiction logit."""
 
-    def __init__(self, bert: nn.Module, *, n_bottom: int = 4) -> None:
+    def __init__(self, bert: BertModel, *, n_bottom: int = 4) -> None:
         super().__init__()
         layers = bert.encoder.layer
         if not 1 <= n_bottom < len(layers):

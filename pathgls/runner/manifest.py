@@ -154,7 +154,8 @@ class Manifest:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return to_jsonable(self)
+        data: dict[str, Any] = to_jsonable(self)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Manifest:

@@ -11,6 +11,7 @@ lives in :class:`~pathgls.runner.breaker.SubjectBreaker`, one per worker).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -126,7 +127,7 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
     """
     from pathgls.attacks.prompts import load_prompt_library
     from pathgls.nli import build_nli
-    from pathgls.stability.delta import make_delta
+    from pathgls.stability.delta import EntailmentScorer, make_delta
     from pathgls.subjects import build_subject
     from pathgls.text import build_extractor
     from pathgls.text.embedders import build_embedder
@@ -149,7 +150,9 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
 
         hare_models = timed("hare", lambda: build_hare_models(config=config.hare))
     nli = timed("nli", lambda: build_nli(config.models.nli))
-    if config.stability.delta == "nli" and not hasattr(nli, "probabilities"):
+    # only the nli Δ reads the scorer, and it needs entailment probabilities
+    entailment = nli if isinstance(nli, EntailmentScorer) else None
+    if config.stability.delta == "nli" and entailment is None:
         raise ConfigError(
             f"stability.delta = 'nli' needs entailment probabilities; the NLI backend "
             f"{config.models.nli!r} (models.nli) has none: give an hf:<dir> NLI model"
@@ -157,12 +160,12 @@ def load_models(config: PathGLSConfig, *, hare: bool = False) -> Models:
     extractor = timed("extractor", lambda: build_extractor(config.models.extractor))
     embedder = timed("embedder", lambda: build_embedder(config.models.embedder))
     subjects = {
-        s: timed(f"subject {s}", lambda s=s: build_subject(s, config.subject))
+        s: timed(f"subject {s}", functools.partial(build_subject, s, config.subject))
         for s in config.run.subjects
     }
     delta = timed(
         "stability delta",
-        lambda: make_delta(config.stability, embedder=embedder, nli=nli),
+        lambda: make_delta(config.stability, embedder=embedder, nli=entailment),
     )
     models = Models(
         extractor=extractor,

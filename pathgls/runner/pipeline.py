@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pathgls.config import GroundingConfig, PathGLSConfig
 from pathgls.errors import PathGLSError
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from pathgls.grounding.sources import WindowSource
     from pathgls.grounding.targets import FoilEmbeddings
     from pathgls.hare.models import HareModels
+    from pathgls.subjects.base import Subject
     from pathgls.subjects.views import View
     from pathgls.text.analyze import AnalyzedReport
 
@@ -68,7 +70,7 @@ MODULE_MODELS = {m.name: m.models for m in SCORE_MODULES if m.models}
 class _TimedSubject:
     """Delegates to a subject and adds up the seconds spent in ``generate``."""
 
-    def __init__(self, subject: Any) -> None:
+    def __init__(self, subject: Subject) -> None:
         self._subject = subject
         self.seconds = 0.0
 
@@ -106,7 +108,7 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
 
 def roi_windows(
     *,
-    image: np.ndarray,
+    image: NDArray[np.uint8],
     name: str,
     encoder: Encoder,
     config: PathGLSConfig,

@@ -313,7 +313,8 @@ def _describe(ray: Any, actors: list[Any], *, health_s: float) -> dict[str, Any]
     for _description, error in answers:
         if error is not None:
             raise error
-    return answers[0][0]
+    description: dict[str, Any] = answers[0][0]
+    return description
 
 
 def _schedule(

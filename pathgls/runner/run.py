@@ -368,7 +368,7 @@ def finish(
     cards = _check_plan_cards(
         store, cards, items=items, subjects=config.run.subjects, foreign=foreign
     )
-    counts = {s: sum(c.status == s for c in cards) for s in STATUSES}
+    counts: dict[str, int] = {s: sum(c.status == s for c in cards) for s in STATUSES}
     table = summarise(cards, fusion=config.fusion)
     files = write_summary(table, out_dir=store.root)
     if plots:

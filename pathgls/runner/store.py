@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pathgls.config import FusionConfig
 from pathgls.errors import ConfigError, PathGLSError, RunDirError, ScoreCardError
@@ -157,8 +158,8 @@ class ResultsStore:
         subject: str,
         item_id: str,
         *,
-        coords: np.ndarray,
-        values: dict[str, np.ndarray],
+        coords: NDArray[np.int64],
+        values: dict[str, NDArray[np.float64]],
         patch_size_level0: int,
         space: str,
     ) -> Path:

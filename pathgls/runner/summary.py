@@ -27,7 +27,7 @@ from pathgls.errors import ConfigError, PathGLSError
 from pathgls.io.atomic import write_via
 from pathgls.io.sanitize import csv_cell
 from pathgls.meta.ranking import RULE, card_coverage, rank_subjects
-from pathgls.meta.stats import bootstrap_ci
+from pathgls.meta.stats import BootstrapArgs, bootstrap_ci
 from pathgls.modules import MODULE_NAMES
 from pathgls.types import ROUTES, STATUSES, ScoreCard
 
@@ -123,7 +123,7 @@ def summarise(
     if not cards:
         bootstrap_ci([], n_boot=n_boot, confidence=confidence, seed=seed)  # validates arguments
         return pd.DataFrame({c: [] for c in COLUMNS}).astype(_dtypes())
-    boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+    boot = BootstrapArgs(n_boot=n_boot, confidence=confidence, seed=seed)
     ranking = rank_subjects(cards, fusion=fusion, **boot)
     rows: list[dict[str, Any]] = []
     for subject, mine in _by_subject(cards).items():
@@ -140,14 +140,13 @@ def summarise(
             row[f"{metric}_mean"] = float(np.mean(xs)) if xs else math.nan
             row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low, high
         st = ranking.of(subject)
-        ranked = st is not None and st.rank is not None
         row["tier"] = float(st.tier) if st is not None and st.tier is not None else math.nan
         row[f"{MATCHED}_n"] = st.matched_n if st is not None else 0
         row[f"{MATCHED}_mean"] = st.matched if st is not None else math.nan
         low, high = st.matched_ci if st is not None else (math.nan, math.nan)
         row[f"{MATCHED}_ci_low"], row[f"{MATCHED}_ci_high"] = low, high
         row["matched_on"] = st.matched_on if st is not None else ""
-        row[RANK_COLUMN] = float(st.rank) if ranked else math.nan  # type: ignore[union-attr]
+        row[RANK_COLUMN] = float(st.rank) if st is not None and st.rank is not None else math.nan
         rows.append(row)
     rows.sort(key=lambda r: (not math.isfinite(r[RANK_COLUMN]), r[RANK_COLUMN], r["subject"]))
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype(_dtypes())

@@ -42,7 +42,7 @@ before and after, the key findings whose values flipped, and whether the diagnos
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,6 +76,7 @@ FINDING_TYPES = frozenset(
 )
 
 
+@runtime_checkable
 class EntailmentScorer(Protocol):
     """An NLI model with entailment probabilities (``probabilities`` columns E, N, C)."""
 

@@ -170,8 +170,8 @@ def run_stability(
                 cache=cache,
             )
             run.reports[condition] = Report(text=text, condition=condition, source=subject.name)
-            analyzed[condition] = analyze_report(text, extractor=extractor)
-            run.reports[condition].warnings.extend(analyzed[condition].warnings)
+            analyzed[condition] = report = analyze_report(text, extractor=extractor)
+            run.reports[condition].warnings.extend(report.warnings)
         except (SubjectError, PathGLSError) as e:
             run.errors[condition] = f"{type(e).__name__}: {e}"
             analyzed[condition] = None

@@ -167,7 +167,7 @@ class Captioner:
     """The measuring baseline subject (see the module docstring)."""
 
     learned = False
-    revision = "measure-v2"  # v2: IHC images described by DAB share, not H/E balance
+    revision: str | None = "measure-v2"  # v2: IHC images described by DAB share, not H/E balance
 
     def __init__(self, *, obedient: bool = False, mpp: float = 0.5) -> None:
         self.obedient = obedient

@@ -147,8 +147,10 @@ def set_tile_byte_count(
 
     p = Path(path)
     with tifffile.TiffFile(str(p)) as tif:
-        tag = tif.pages[page].tags["TileByteCounts"]
-        counts = list(tif.pages[page].databytecounts)
+        first = tif.pages[page]
+        assert isinstance(first, tifffile.TiffPage)  # pages are TiffPages unless useframes
+        tag = first.tags["TileByteCounts"]
+        counts = list(first.databytecounts)
         bigtiff, entry, kind = tif.is_bigtiff, tag.offset, int(tag.dtype)
         values_at = int(tag.valueoffset)
     if len(counts) == 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import torch
 from torch import nn
@@ -197,7 +197,7 @@ def save_random_open_clip(directory: str | os.PathLike[str], *, seed: int = 0) -
 
 
 # Tiny CONCH: same structure as the real one (timm trunk + attentional pooling + CLS text tower).
-_TINY_CONCH = {
+_TINY_CONCH: dict[str, Any] = {  # open_clip's model config (JSON)
     "embed_dim": 16,
     "custom_text": True,
     "vision_cfg": {
@@ -427,7 +427,9 @@ def save_random_nli_classifier(
     out.mkdir(parents=True, exist_ok=True)
     spec = _DEBERTA_SIZES[size]
     tokenizer = _unigram_tokenizer(list(corpus or _NLI_CORPUS), spec["tokenizer_vocab"], 512)
-    config = DebertaV2Config(
+    # position_buckets, norm_rel_ebd, share_att_key and pooler_hidden_size are not in the
+    # config's signature: the config keeps them as attributes and the DeBERTa layers read them
+    config = DebertaV2Config(  # type: ignore[call-arg]
         vocab_size=spec["vocab_size"] or len(tokenizer),
         hidden_size=spec["hidden_size"],
         num_hidden_layers=spec["num_hidden_layers"],
@@ -480,7 +482,7 @@ def _wordpiece_tokenizer(max_length: int) -> Any:
     import string
 
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizer  # the fast tokenizer (transformers 5: one class)
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     chars = [c for c in string.printable if not c.isspace() and not c.isupper()]
@@ -495,7 +497,7 @@ def _wordpiece_tokenizer(max_length: int) -> Any:
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
     tok.decoder = decoders.WordPiece()
-    return BertTokenizerFast(tokenizer_object=tok, model_max_length=max_length)
+    return BertTokenizer(tokenizer_object=tok, model_max_length=max_length)
 
 
 def save_random_token_classifier(
@@ -543,7 +545,15 @@ def save_random_token_classifier(
 # Tiny LLaVA: a CLIP vision tower (32 px, 8 px patches: 16 image tokens) and a Llama decoder.
 _VLM_IMAGE_SIZE = 32
 _VLM_PATCH_SIZE = 8
-_VLM_TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+
+
+class _TowerSize(TypedDict):
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+
+
+_VLM_TOWER = _TowerSize(hidden_size=32, intermediate_size=64, num_hidden_layers=2)
 # Wide enough an init that the greedy text visibly depends on the image and the prompt (with the
 # usual 0.02 a random decoder repeats one token whatever it is shown).
 _VLM_INIT_RANGE = 0.1

@@ -471,7 +471,9 @@ class _PyramidBuilder:
             self._row_done(0, ty)
             # The writer stops pulling after the last tile: finish the work before yielding.
             self.level0_done = ty == rows - 1
-            yield from encoded
+            for chunk in encoded:
+                assert chunk is not None  # level 0 is always written (n_written >= 0)
+                yield chunk
 
     def spilled_chunks(self, level: int) -> Iterator[bytes]:
         """Encoded tiles of a lower level, read back in row-major order."""

@@ -312,7 +312,9 @@ def _build_pipeline(
     from medspacy.target_matcher import TargetRule
     from spacy.util import compile_infix_regex, compile_suffix_regex
 
-    nlp = spacy.blank("en")
+    # Any: spaCy types Defaults.infixes as optional and the tokenizer and pipes as callables;
+    # this builder configures the concrete Tokenizer, TargetMatcher and ConText objects
+    nlp: Any = spacy.blank("en")
     infixes = [*nlp.Defaults.infixes, r"[/+=()\[\]×]", r"(?<=[A-Za-z0-9])[-–−](?=[A-Za-z0-9/)])"]
     nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
     suffixes = [*nlp.Defaults.suffixes, r"[+\-−]", r"(?<=[A-Z])\."]  # "MSI-H." ends in "."
@@ -510,7 +512,9 @@ def _finish(
 ) -> None:
     """Type-specific attributes after ConText: inverted results, margins, sides, propagation."""
     if c.type in _RESULT_TYPES and c.context_negated and c.negator_distance <= 2:
-        flipped = {"positive": "negative", "negative": "positive"}.get(c.attributes.get("result"))
+        flipped = {"positive": "negative", "negative": "positive"}.get(
+            c.attributes.get("result") or ""
+        )
         if flipped:
             c.attributes["result"] = flipped
             for m in c.markers:

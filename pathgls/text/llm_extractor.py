@@ -158,8 +158,8 @@ def _entity(i: int, item: Any, errors: list[str]) -> RawEntity | None:
     for flag in ("negated", "uncertain"):
         if flag in item and not isinstance(item[flag], bool):
             errors.append(f"entities[{i}].{flag} must be true or false, got {item[flag]!r}")
-    if len(errors) > n:
-        return None
+    if len(errors) > n or not isinstance(text, str) or not isinstance(etype, str):
+        return None  # (the str checks only narrow: a non-string is an error above)
     return RawEntity(
         text.strip(), etype, bool(item.get("negated", False)), bool(item.get("uncertain", False))
     )
@@ -276,7 +276,7 @@ class _Locator:
                 self._spans[n] += [m.span() for m in re.finditer(pattern, text, re.I)]
             return
         # the text with each whitespace run as one space; where each of its characters was
-        pieces, origin, pos = [], [], 0
+        pieces, origin, pos = list[str](), list[int](), 0
         for m in re.finditer(r"\s+", lowered):
             pieces.append(lowered[pos : m.start()])
             origin.extend(range(pos, m.start()))

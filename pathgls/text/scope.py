@@ -31,11 +31,14 @@ import bisect
 import dataclasses
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from pathgls.text.base import ParsedReport
 from pathgls.types import Entity, Scope
+
+T = TypeVar("T")
 
 #: Lesion words that name "the tumour" without saying which: they bind to no particular lesion.
 GENERIC_LESIONS = frozenset(
@@ -203,12 +206,12 @@ class _Clauses:
         lo = max(a, min(at - NEAREST // 2, b - NEAREST - 1))
         return sorted([j for j in self.order[lo : lo + NEAREST + 1] if j != i][:NEAREST])
 
-    def fact(self, name: str, clause: tuple[int, int], compute: object) -> object:
+    def fact(self, name: str, clause: tuple[int, int], compute: Callable[[], T]) -> T:
         """``compute()`` for ``clause``, computed once."""
         key = (name, *clause)
         if key not in self.memo:
-            self.memo[key] = compute()  # type: ignore[operator]
-        return self.memo[key]
+            self.memo[key] = compute()
+        return cast(T, self.memo[key])  # stored by this method under this name: a T
 
 
 def infer_scopes(parsed: ParsedReport, entities: Sequence[Entity]) -> ScopeMap:

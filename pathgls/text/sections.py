@@ -470,7 +470,7 @@ def _continues(previous: str, line: str) -> bool:
     if line[0].islower() or previous[-1] in ",;-/&(":
         return True
     last = _LAST_WORD.search(previous[-40:])
-    return bool(last) and previous[-1].isalpha() and last.group(1).lower() in CONTINUING_WORDS
+    return last is not None and previous[-1].isalpha() and last.group(1).lower() in CONTINUING_WORDS
 
 
 def _split_block(text: str, bs: int, be: int) -> list[tuple[int, int]]:

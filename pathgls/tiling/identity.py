@@ -169,7 +169,7 @@ def _hash_tiff(fh: Any, size: int, h: Any) -> bool:
     h.update(head[:16] if big else head[:8])
     count_fmt, entry_size, off_fmt = ("Q", 20, "Q") if big else ("H", 12, "I")
     inline = 8 if big else 4
-    todo, seen = [first], set()
+    todo, seen = [first], set[int]()
     while todo and len(seen) < _MAX_IFDS:
         offset = todo.pop()
         if offset == 0 or offset in seen or offset >= size:

@@ -348,6 +348,8 @@ def _find_level(path: str | Path, dims: tuple[int, int]) -> _Level | None:
     size = os.path.getsize(path)
     with tifffile.TiffFile(str(path)) as tif:
         for page in tif.pages:
+            if not isinstance(page, tifffile.TiffPage):  # a TiffFrame only with useframes
+                continue
             if (page.imagewidth, page.imagelength) != tuple(dims):
                 continue
             if not page.is_tiled or page.compression != _JPEG or page.tiledepth != 1:

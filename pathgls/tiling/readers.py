@@ -249,6 +249,9 @@ class OpenSlideReader:
 class ImageReader:
     """A plain image (PNG, JPEG, flat TIFF) as a single-level slide; for ROIs."""
 
+    mpp: float | None  # always set here; typed as SlideReader's
+    objective: float | None
+
     def __init__(
         self, path: str | Path, *, mpp: float | None = None, default_mpp: float = 0.5
     ) -> None:

@@ -101,7 +101,7 @@ class CaseView:
         #: Whether the report has several specimen parts (a line's part is then a parser's guess).
         self.several_parts = len(parts) > 1
         self.tumour_parts = frozenset(tumour_parts)
-        mains = [case.parts[k].main for k in tumour_parts]
+        mains = [m for k in tumour_parts if (m := case.parts[k].main) is not None]
         from pathgls.text.case import compatible_types
 
         #: Several parts sample one tumour type ("Brain tumor A", "Brain tumor B"): statements

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from typing import Literal
 
 from pathgls.config import CheckWeights
 from pathgls.logic.checks.base import CaseView, Comparison, compared, conflict
@@ -470,7 +471,8 @@ def _grade_group(a: int | None, b: int | None, s: int | None) -> int | None:
 def _tier(f: Fact) -> tuple[int, int] | None:
     """A three-tier grade as a range 1..3 (differentiation, histologic/FIGO/Nottingham grade)."""
     if f.key == "differentiation":
-        return f.value
+        tiers: tuple[int, int] = f.value  # the reader stores differentiation as a grade range
+        return tiers
     if f.key in ("histologic", "figo", "nottingham") and isinstance(f.value, int):
         if f.note.startswith("of ") and f.note != "of 3":
             return None
@@ -627,7 +629,7 @@ def _summary(view: CaseView, f: Fact) -> bool:
     return s.region in ("diagnosis", "synoptic") or s.label is not None
 
 
-def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | bool | None:
+def _grade_pair(a: Fact, b: Fact, organ: str | None = None) -> str | Literal[False] | None:
     """Why two grades conflict (a string), False when compatible, None when not comparable."""
     ka, kb = a.key, b.key
     if ka == kb == "gleason":

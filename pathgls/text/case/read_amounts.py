@@ -70,9 +70,9 @@ def read_amounts(ctx: Context) -> None:
     ]:
         _add(ctx, "proliferation", m, said)
     if ctx.label is not None and ctx.value_start >= 0 and _INVOLVED_LABEL.search(ctx.label_text):
-        m = _VALUE_PCT.match(text, ctx.value_start, ctx.end)
-        if m is not None:
-            _add(ctx, "involvement", m, said)
+        pct = _VALUE_PCT.match(text, ctx.value_start, ctx.end)
+        if pct is not None:
+            _add(ctx, "involvement", pct, said)
     for m in _INVOLVED_PROSE.finditer(text, ctx.start, ctx.end):
         if ctx.in_label(m.start()):
             continue

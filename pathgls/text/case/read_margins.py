@@ -129,6 +129,7 @@ def read_margins(ctx: Context) -> None:
         )
         listed = _SHARED_NOUN.search(text, max(c.start, sm.start - 80), sm.start)
         for w in re.findall(r"[A-Za-z\-]+", listed.group("list")) if listed and sm.name else []:
+            assert listed is not None  # the loop runs only when it matched
             if w.lower() not in ("and", "or") and clean_name(w):
                 # "the bronchial, vascular and pleural margins are free": each is free
                 ctx.add(
@@ -162,7 +163,7 @@ def read_margins(ctx: Context) -> None:
         )
     for m in _DISTANCE.finditer(text, ctx.start, ctx.end):
         v = m.group("v").replace("<", "").strip()
-        value = float(v) / (10 if m.group("u").lower() == "mm" else 1)
+        distance_cm = float(v) / (10 if m.group("u").lower() == "mm" else 1)
         inside = [o for o in subjects_in(text, m.start(), m.end()) if o.kind == "margin"]
         name = inside[-1].name if inside else ""
         if not name and re.search(r"closest|nearest", m.group(), re.I):
@@ -170,17 +171,17 @@ def read_margins(ctx: Context) -> None:
         ctx.add(
             "margin_distance",
             "",
-            round(value, 3),
+            round(distance_cm, 3),
             m.start(),
             m.end(),
             target=Target("margin", ctx.part, name),
         )
     for m in _CLOSEST_IS.finditer(text, ctx.start, ctx.end):
-        value = float(m.group("v")) / (10 if m.group("u").lower() == "mm" else 1)
+        distance_cm = float(m.group("v")) / (10 if m.group("u").lower() == "mm" else 1)
         ctx.add(
             "margin_distance",
             "",
-            round(value, 3),
+            round(distance_cm, 3),
             m.start(),
             m.end(),
             target=Target("margin", ctx.part, "closest"),
@@ -196,13 +197,13 @@ def read_margins(ctx: Context) -> None:
             re.I,
         )
         if vm:
-            value = float(vm.group("v")) / (10 if vm.group("u").lower() == "mm" else 1)
+            distance_cm = float(vm.group("v")) / (10 if vm.group("u").lower() == "mm" else 1)
             names = [s for s in subjects_in(text, ctx.label[0], ctx.label[1]) if s.kind == "margin"]
             name = names[-1].name if names else "closest"
             ctx.add(
                 "margin_distance",
                 "",
-                round(value, 3),
+                round(distance_cm, 3),
                 ctx.value_start,
                 ctx.end,
                 target=Target("margin", ctx.part, name),

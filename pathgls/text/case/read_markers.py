@@ -143,7 +143,7 @@ def _result(word: str, marker: str) -> tuple[str | None, str]:
     """(positive/negative/equivocal, method) of a result word for ``marker``."""
     w = " ".join(word.lower().split())
     if re.fullmatch(r"(?:score\s*)?[0-3]\s*\+|(?:score\s*)?0", w):
-        score = int(re.search(r"[0-3]", w).group())
+        score = int(re.search(r"[0-3]", w).group())  # type: ignore[union-attr]  # fullmatch: a digit
         if marker == "her2":
             return ({0: "negative", 1: "negative", 2: "equivocal", 3: "positive"}[score], "ihc")
         return ("positive" if score > 0 else "negative", "")
@@ -247,6 +247,7 @@ def read_markers(ctx: Context, population: ClauseSubject | None = None) -> Claus
         cells = cells_after.group("p") if cells_after else None
         if (
             cells
+            and cells_after
             and "lymph" not in cells.lower()
             and NEOPLASTIC_BEFORE.search(
                 text, max(c.start, cells_after.start("p") - 20), cells_after.start("p")

@@ -246,6 +246,8 @@ def read_nodes(ctx: Context) -> None:
                 record(vs, ve, n, None, note="field")
             elif _FIELD_EXAMINED.search(lab):
                 record(vs, ve, None, n, note="field")
+    p: int | None  # counts read below (None: not a count)
+    t: int | None
     for m in _FRACTION.finditer(text, ctx.start, ctx.end):
         p, t = int(m.group("p")), int(m.group("t"))
         window = text[max(ctx.start, m.start() - 80) : min(ctx.end, m.end() + 40)]

@@ -418,8 +418,8 @@ def read_grade(ctx: Context) -> None:
             return  # a generic grade in prose must be said of the tumour ("the tumour is grade 2")
         taken.append((m.start(), m.end()))
         subject = ctx.subject(m.start())
-        if _DIAGNOSIS_NEXT.match(text, m.end(), ctx.end) and vocabulary().diagnoses.match(
-            text, _DIAGNOSIS_NEXT.match(text, m.end(), ctx.end).end(), ctx.end
+        if (nxt := _DIAGNOSIS_NEXT.match(text, m.end(), ctx.end)) and vocabulary().diagnoses.match(
+            text, nxt.end(), ctx.end
         ):
             subject = None  # "OVARY WITH POORLY DIFFERENTIATED SEROUS CARCINOMA": the carcinoma's
         target = ctx.target(subject, "tumour")
@@ -445,7 +445,7 @@ def read_grade(ctx: Context) -> None:
             word = (
                 part_label.group(1)
                 if part_label
-                else re.search(
+                else re.search(  # type: ignore[union-attr]  # the window matched one above
                     r"primary|secondary|tertiary",
                     text[max(ctx.start, m.start() - 30) : m.end()],
                     re.I,
@@ -529,8 +529,8 @@ def read_grade(ctx: Context) -> None:
         else None
     )
     if value_grade:  # "Nuclear grade (Fuhrman): 2 of 4", "Histologic grade: III"
-        n = value_grade.group("n").upper()
-        value = int(n) if n.isdigit() else {"I": 1, "II": 2, "III": 3, "IV": 4}[n]
+        grade_n = value_grade.group("n").upper()
+        value = int(grade_n) if grade_n.isdigit() else {"I": 1, "II": 2, "III": 3, "IV": 4}[grade_n]
         d = value_grade.group("d")
         add(_label_system(lab) or "histologic", value, value_grade, f"of {d}" if d else "")
     for m in _DIFF.finditer(text, ctx.start, ctx.end):

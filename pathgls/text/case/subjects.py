@@ -265,10 +265,10 @@ def clean_name(words: str, *, station: bool = False) -> str:
     if station:
         out = _PROCEDURE.sub(" ", out)
     out = re.sub(r"[^a-z0-9 ]+", " ", out)
-    words = out.split()
-    if station and len(words) > 1 and len(words[-1]) == 1:
-        words = words[:-1]
-    name = " ".join(words)
+    kept = out.split()
+    if station and len(kept) > 1 and len(kept[-1]) == 1:
+        kept = kept[:-1]
+    name = " ".join(kept)
     return name if station else _MARGIN_SYNONYMS.get(name, name)
 
 
