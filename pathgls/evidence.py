@@ -17,7 +17,9 @@ Reading is strict about types and lenient about presence:
 :meth:`Record.to_dict` gives back the JSON a record was read from (absent keys stay absent,
 unknown keys come back). A record built in code writes every field except the optional ones
 left empty (``map`` of grounding without a kept heat map, ``k`` of logic without pairs, ...).
-The JSON shapes are documented in ``pathgls/resources/scorecard.schema.json``.
+The JSON shapes are documented in ``pathgls/resources/scorecard.schema.json``, generated from
+these records by ``python -m pathgls.schema``: a field's comment (on its line, or the comment
+lines right above it) is its description there.
 """
 
 from __future__ import annotations
@@ -257,7 +259,7 @@ class GroundedEntity(Record):
     patch: int | None = None  # patch of the best window
     window: int | None = None  # window index inside that patch
     box: tuple[Number, ...] | None = None  # best window, x, y, w, h
-    top_patches: tuple[TopPatch, ...] = ()
+    top_patches: tuple[TopPatch, ...] = ()  # the entity's best patches, best first
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -277,7 +279,7 @@ class SkippedEntity(Record):
 
     text: str = ""
     type: str = ""
-    reason: str = ""
+    reason: str = ""  # why it is not grounded (not visible in an H&E image, ...)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,6 +307,7 @@ class GroundingEvidence(ModuleEvidence):
     templates: tuple[str, ...] = ()  # prompt templates of the text tower
     encoder: str = ""  # encoder name
     source: GroundingSource | None = None
+    # per entity: best window, similarity, calibrated score, best patches
     entities: tuple[GroundedEntity, ...] = ()
     negated: tuple[str, ...] = ()  # negated entities, not grounded
     skipped: tuple[SkippedEntity, ...] = ()  # entities without a visual target
@@ -431,13 +434,14 @@ class FindingChanges(Record):
     added: tuple[str, ...] = ()  # findings new under the condition
     removed: tuple[str, ...] = ()  # findings gone
     negation_flipped: tuple[str, ...] = ()  # affirmed ↔ negated
-    diagnosis_changed: bool | None = None  # None: not recorded
+    # a principal diagnosis was added or removed or its behaviour changed (None: not recorded)
+    diagnosis_changed: bool | None = None
     diagnoses_before: tuple[str, ...] = ()  # principal diagnoses of the original
-    diagnoses_after: tuple[str, ...] = ()  # ... of the report under the condition
+    diagnoses_after: tuple[str, ...] = ()  # principal diagnoses under the condition
     diagnoses_added: tuple[str, ...] = ()  # principal diagnoses new under the condition
     diagnoses_removed: tuple[str, ...] = ()  # principal diagnoses gone
     behaviour_before: str | None = None  # most severe behaviour (malignant, in_situ, ...)
-    behaviour_after: str | None = None
+    behaviour_after: str | None = None  # most severe behaviour under the condition
     key_findings_changed: tuple[str, ...] = ()  # "metastasis: positive → negative"
 
 
@@ -510,7 +514,7 @@ class HareEvidence(ModuleEvidence):
     entity_recall: Number | None = None
     entity_f1: Number | None = None
     relation_f1: Number | None = None
-    entity_matches: tuple[HareEntityMatch, ...] = ()
+    entity_matches: tuple[HareEntityMatch, ...] = ()  # at most 20
     backend: str = ""  # which HARE models scored it
 
 

@@ -1,9 +1,10 @@
 """Typed results shared by every module: reports, entities, scores, ScoreCards.
 
 All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard round-trips
-through JSON exactly (schema: ``pathgls/resources/scorecard.schema.json``). A module that could
-not run carries ``value=None`` and a ``missing_reason`` — never an invented number. Each module's
-evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
+through JSON exactly (schema: ``pathgls/resources/scorecard.schema.json``, generated from these
+dataclasses by ``python -m pathgls.schema``: a field's comment is its description). A module
+that could not run carries ``value=None`` and a ``missing_reason`` — never an invented number.
+Each module's evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ class Relation:
 class Report:
     """A report as generated or given, with the condition it was produced under."""
 
-    text: str
+    text: str  # the report as generated (or the reference)
     condition: str = "original"  # original, stain, attack:<name>, reference
     source: str = ""  # subject spec or file it came from
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # problems met reading it (cleaning, ...)
 
 
 @dataclass(frozen=True)
@@ -160,10 +161,12 @@ class ModuleScore:
     (:meth:`ScoreCard.evidence`).
     """
 
-    name: str  # grounding, logic, stability, hare, ...
-    value: float | None
-    missing_reason: str | None = None
+    name: str  # grounding, logic, stability, hare, ...: its key in the card's modules
+    value: float | None  # the score in [0, 1]; None when the module could not run
+    missing_reason: str | None = None  # why it could not run (required when value is None)
+    # the module's evidence (typed views: pathgls.evidence)
     evidence: dict[str, Any] = field(default_factory=dict)
+    # caveats of the score (random test weights, capped pairs, ...)
     warnings: list[str] = field(default_factory=list)
     # computed with a model of random test weights: a wiring check, never a result
     random_weights: bool = False
@@ -231,8 +234,12 @@ class ModuleScore:
 class GateDecision:
     """Where a report goes and why."""
 
-    route: Route
+    route: Route  # where the report goes
+    # why: the first reason is the decision (and what blocked deploy), then each scored
+    # module, the one that lowered the trust most first
     reasons: list[str] = field(default_factory=list)
+    # deploy, review, min_coverage and floor:<module> thresholds applied (compared at three
+    # decimals, as printed)
     thresholds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -267,22 +274,25 @@ class ScoreCard:
     its typed evidence. ``to_dict``/``from_dict`` round-trip through JSON exactly.
     """
 
-    item_id: str
+    item_id: str  # slide or ROI id (file stem)
     # Spec of the subject model that wrote the reports ("" when there is none, e.g. a card
     # made outside a run); cards of one run are grouped and stored by it.
     subject: str = ""
     # ok: every generation ran; partial: a perturbed generation failed (its module is
     # missing); failed: no report was scored (unreadable slide, dead subject, ...).
     status: Status = "ok"
+    # what went in (provenance: item, models, seeds, prompts); not status or subject
     inputs: dict[str, Any] = field(default_factory=dict)
+    # reports by condition: original, stain, attack:<name>, reference
     reports: dict[str, Report] = field(default_factory=dict)
-    modules: dict[str, ModuleScore] = field(default_factory=dict)
+    modules: dict[str, ModuleScore] = field(default_factory=dict)  # module scores by name
+    # fused trust score in [0, 1]; None when no weighted module could run, or the card failed
     trust: float | None = None
-    decision: GateDecision | None = None
-    timings: dict[str, float] = field(default_factory=dict)
+    decision: GateDecision | None = None  # the gate's decision; None when not gated or failed
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    version: int = SCORECARD_VERSION
+    errors: list[str] = field(default_factory=list)  # what went wrong (first line: the reason)
+    version: int = SCORECARD_VERSION  # the card layout's version
 
     def __post_init__(self) -> None:
         _check(

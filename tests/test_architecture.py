@@ -29,6 +29,7 @@ FLOORS: list[tuple[str, ...]] = [
         "version",
         "numeric",
         "modules",
+        "schema",
     ),
     ("config",),
     ("io",),

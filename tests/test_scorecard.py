@@ -19,6 +19,7 @@ import pytest
 from replay_inputs import contradicting_records, write_references, write_replay
 from typer.testing import CliRunner
 
+from pathgls import schema
 from pathgls.cli import app
 from pathgls.config import EncoderConfig, PathGLSConfig, RunConfig
 from pathgls.errors import EvidenceError, ScoreCardError
@@ -48,6 +49,7 @@ from pathgls.runner.items import WorkItem
 from pathgls.runner.run import plan_tasks, run_benchmark
 from pathgls.runner.store import ResultsStore
 from pathgls.runner.summary import summarise
+from pathgls.schema import REGENERATE, SCHEMA_PATH, schema_text
 from pathgls.types import SCORECARD_VERSION, ModuleScore, ScoreCard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,6 +275,16 @@ def _set(path: str, value: object) -> dict:
     for p in parents:
         node = node[p]
     node[last] = value
+    return data
+
+
+def _del(path: str) -> dict:
+    data = _ok()
+    *parents, last = path.split(".")
+    node = data
+    for p in parents:
+        node = node[p]
+    del node[last]
     return data
 
 
@@ -552,6 +564,15 @@ def test_evidence_note_on_malformed_evidence_says_so() -> None:
 # --- the JSON Schema --------------------------------------------------------------------------
 
 
+def test_the_shipped_schema_is_the_generated_one() -> None:
+    """The schema is generated from the card dataclasses and evidence records: a field added in
+    code and not regenerated fails here."""
+    assert resource("scorecard.schema.json") == SCHEMA_PATH
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
+        f"{SCHEMA_PATH} differs from the code's schema: run `{REGENERATE}` and commit it"
+    )
+
+
 def test_the_schema_is_valid_and_every_real_card_matches_it(run_dir: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     validator = jsonschema.Draft202012Validator(SCHEMA)
@@ -565,6 +586,14 @@ def test_the_schema_is_valid_and_every_real_card_matches_it(run_dir: Path) -> No
         assert validator.is_valid(ScoreCard.from_dict(raw).to_dict())  # ... until read
 
 
+def test_a_constraint_on_a_field_that_is_gone_stops_the_generator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(schema, "CONSTRAINTS", {**schema.CONSTRAINTS, (TopPatch, "boxes"): {}})
+    with pytest.raises(ValueError, match=re.escape("names TopPatch.boxes, which has no such")):
+        schema.scorecard_schema()
+
+
 @pytest.mark.parametrize(
     ("path", "value"),
     [
@@ -574,7 +603,22 @@ def test_the_schema_is_valid_and_every_real_card_matches_it(run_dir: Path) -> No
         ("version", 1),
         ("trust", "high"),
         ("modules.logic.value", "x"),
+        ("modules.logic.value", 1.5),  # a score outside [0, 1]
+        ("modules.logic.value", -0.01),
+        ("modules.logic.value", True),
+        ("modules.logic.missing_reason", 3),
+        ("modules.logic.random_weights", "no"),
+        ("modules.logic.colour", "red"),
         ("decision.route", "ship"),
+        ("decision.reasons", "why"),
+        ("reports.original.text", None),
+        ("reports.original.tone", "calm"),
+        ("status", "running"),
+        ("subject", 7),
+        ("item_id", ""),
+        ("colour", "red"),
+        ("warnings", "oops"),
+        ("version", "2"),
     ],
 )
 def test_the_schema_rejects_what_the_reader_rejects(path: str, value: object) -> None:
@@ -584,6 +628,27 @@ def test_the_schema_rejects_what_the_reader_rejects(path: str, value: object) ->
         ScoreCard.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    "path", ["item_id", "modules.logic.value", "modules.logic.name", "reports.original.text"]
+)
+def test_the_schema_requires_what_the_reader_requires(path: str) -> None:
+    data = _del(path)
+    assert not jsonschema.Draft202012Validator(SCHEMA).is_valid(data)
+    with pytest.raises(ScoreCardError):
+        ScoreCard.from_dict(data)
+
+
+def test_the_schema_requires_every_key_a_card_writes() -> None:
+    """The reader fills absent keys with defaults; the schema describes what ``to_dict``
+    writes: every key (``random_weights`` excepted: cards written before it lack it)."""
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for path in ("trust", "decision", "modules.logic.warnings", "decision.thresholds"):
+        data = _del(path)
+        assert not validator.is_valid(data), path
+        ScoreCard.from_dict(data)  # read, with the default
+    assert validator.is_valid(_del("modules.logic.random_weights"))
+
+
 def test_the_schema_rejects_malformed_evidence(run_cards: dict[str, ScoreCard]) -> None:
     validator = jsonschema.Draft202012Validator(SCHEMA)
     for module, key, value in [
@@ -591,6 +656,15 @@ def test_the_schema_rejects_malformed_evidence(run_cards: dict[str, ScoreCard]) 
         ("logic", "top_pairs", [{"probability": "x"}]),
         ("stability", "delta_aug", "x"),
         ("hare", "entity_f1", []),
+        ("grounding", "source", {"n_patches": "12"}),
+        ("grounding", "entities", [{"box": [1, 2, "3", 4]}]),
+        ("grounding", "templates", "a {}"),
+        ("logic", "k", 1.5),
+        ("logic", "top_pairs", [{"checks": [{"first": {"sentence": 3}}]}]),
+        ("stability", "changes_attack", {"diagnosis_changed": "yes"}),
+        ("stability", "stain", [1]),
+        ("hare", "entity_matches", [{"negated": 0}]),
+        ("report", "raw", "0.5"),
     ]:
         data = run_cards["ok"].to_dict()
         data["modules"][module]["evidence"][key] = value

@@ -1,0 +1,362 @@
+"""The ScoreCard's JSON Schema, generated from the code that reads and writes cards.
+
+``pathgls/resources/scorecard.schema.json`` is this module's output, not a hand-kept file: a new
+field of a card dataclass (:mod:`pathgls.types`) or of an evidence record
+(:mod:`pathgls.evidence`) reaches the schema by regenerating it::
+
+    python -m pathgls.schema            # rewrite the shipped file
+    python -m pathgls.schema --check    # exit 1 when the shipped file is stale
+
+``tests/test_scorecard.py`` fails while the shipped file differs from :func:`scorecard_schema`.
+
+Where each part of the schema comes from:
+
+- **types**: the type hints. Card dataclasses (``ScoreCard``, ``ModuleScore``, ``GateDecision``,
+  ``Report``) by their hints (``Literal`` gives an enum, ``X | None`` admits null); evidence records
+  by :meth:`~pathgls.evidence.Record._schema`, the same reflection their reader uses, so the
+  schema and :meth:`~pathgls.evidence.Record.from_dict` cannot disagree on a key's type;
+- **presence**: every card-dataclass field is required (``to_dict`` writes them all) and no
+  other key is allowed (``from_dict`` rejects unknown keys); evidence keys are all optional and
+  unknown ones allowed (records read absent keys as defaults and keep unknown ones);
+- **descriptions**: a class's docstring (first paragraph) and a field's source comment (on its
+  line, or the comment lines right above it);
+- **the rest**: what no hint can say, and the readers check by hand, is in :data:`CONSTRAINTS`
+  and :func:`_card_rules` below, each with the check it mirrors.
+
+Core floor: imports :mod:`pathgls.types` and :mod:`pathgls.evidence` only; nothing at runtime
+imports it (the package reads cards with the typed readers, not with the schema).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import io
+import json
+import re
+import sys
+import textwrap
+import tokenize
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pathgls.evidence import EVIDENCE_TYPES, GroundedEntity, Record, TopPatch
+from pathgls.types import SCORECARD_VERSION, ModuleScore, ScoreCard
+
+#: The shipped schema this module writes.
+SCHEMA_PATH = Path(__file__).resolve().parent / "resources" / "scorecard.schema.json"
+#: The command that rewrites it (said by the test when the file is stale).
+REGENERATE = "python -m pathgls.schema"
+
+JSON = dict[str, Any]
+
+_BOX = {"minItems": 4, "maxItems": 4}  # x, y, w, h
+#: Constraints the type hints cannot carry, by (class, field): merged into the field's schema.
+#: Each mirrors a check of a reader or a shape every writer keeps.
+CONSTRAINTS: Mapping[tuple[type, str], JSON] = {
+    # ScoreCard.__post_init__: "item_id: expected a non-empty string"
+    (ScoreCard, "item_id"): {"minLength": 1},
+    # ScoreCard.from_dict reads versions 1 to SCORECARD_VERSION and writes the current one
+    (ScoreCard, "version"): {"const": SCORECARD_VERSION},
+    # ModuleScore.from_dict: "value is ..., outside [0, 1]: not a module score"
+    (ModuleScore, "value"): {"minimum": 0, "maximum": 1},
+    # the grounding writers' boxes are x, y, width, height
+    (TopPatch, "box"): _BOX,
+    (GroundedEntity, "box"): _BOX,
+}
+#: Card-dataclass fields a reader accepts absent (cards written before the field existed).
+NOT_REQUIRED: frozenset[tuple[type, str]] = frozenset({(ModuleScore, "random_weights")})
+
+#: What a card's ``inputs`` holds (provenance; an untyped dict in code, so described here until
+#: :class:`~pathgls.types.ScoreCard` types it). Keys not listed are allowed.
+INPUTS: JSON = {
+    "subject_model_id": {"type": ["string", "null"]},
+    "subject_revision": {"type": ["string", "null"]},
+    "subject_learned": {
+        "type": ["boolean", "null"],
+        "description": "The subject is a learned model (not a rule-based captioner).",
+    },
+    "item": {"type": "string", "description": "Path of the slide or ROI."},
+    "kind": {"enum": ["slide", "roi"]},
+    "attack": {"type": "string", "description": "Adversarial prompt name."},
+    "seed": {"type": "integer"},
+    "view": {"type": "string", "description": "thumbnail, montage or roi."},
+    "encoder": {
+        "type": ["object", "null"],
+        "description": "Image-text encoder: name, model_id, revision, random_weights.",
+    },
+    "extractor": {"type": "string"},
+    "nli": {"type": "string"},
+    "embedder": {"type": "string"},
+    "reference": {"type": "boolean", "description": "A reference report was given (HARE)."},
+    "slide_size": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+    "level0_mpp": {"type": "number"},
+    "mpp_source": {"type": "string"},
+    "read_level": {"type": "integer"},
+    "bag": {"type": "string", "description": "Feature bag path."},
+    "n_patches": {"type": "integer"},
+    "patches_encoded_now": {"type": "integer", "description": "0: a complete bag was reused."},
+    "roi_size": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+    "prompts": {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "Prompt name per generation (neutral, attack).",
+    },
+    "view_description": {"type": "string"},
+    "slide_identity": {
+        "type": "object",
+        "description": "The input file's identity when the card was made: a rerun skips the "
+        "card while it matches (pathgls.tiling.identity).",
+        "properties": {
+            "size": {"type": "integer"},
+            "mtime_ns": {"type": "integer"},
+            "header_sha256": {"type": "string"},
+            "sha256": {"type": "string"},
+        },
+        "required": ["size", "mtime_ns", "header_sha256", "sha256"],
+    },
+}
+
+_KIND_TYPES = {"str": "string", "num": "number", "int": "integer", "bool": "boolean"}
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def scorecard_schema() -> JSON:
+    """The JSON Schema (draft 2020-12) of a current-version ScoreCard's ``to_dict``.
+
+    Raises:
+        ValueError: :data:`CONSTRAINTS` or :data:`NOT_REQUIRED` names a field that is gone.
+    """
+    for cls, name in (*CONSTRAINTS, *NOT_REQUIRED):
+        if name not in {f.name for f in dataclasses.fields(cls)}:
+            raise ValueError(f"pathgls.schema names {cls.__name__}.{name}, which has no such field")
+    defs: dict[str, JSON] = {}
+    card = _dataclass_schema(ScoreCard, defs)
+    card["properties"]["inputs"].update(
+        # ScoreCard.__post_init__: "inputs holds status: since ScoreCard version 2 ..."
+        {
+            "properties": INPUTS,
+            "not": {"anyOf": [{"required": ["status"]}, {"required": ["subject"]}]},
+        }
+    )
+    card["properties"]["modules"].update(_known_modules(defs))
+    card.update(_card_rules())
+    defs[_def_name(ModuleScore)].update(_module_rules())
+    head: JSON = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"PathGLS ScoreCard, version {SCORECARD_VERSION}",
+        "description": f"{card.pop('description')} Generated by `{REGENERATE}` from "
+        "pathgls.types and pathgls.evidence; evidence objects may hold keys not listed here "
+        "(newer writers), and readers keep them. ScoreCard.from_dict also reads version 1 "
+        "cards (status and subject in inputs), which do not match this schema until read.",
+    }
+    return {**head, **card, "$defs": dict(sorted(defs.items()))}
+
+
+def _card_rules() -> JSON:
+    # ScoreCard.__post_init__: "a failed card has no trust score and no gate decision"
+    failed = {"properties": {"status": {"const": "failed"}}}
+    nothing = {"properties": {"trust": {"type": "null"}, "decision": {"type": "null"}}}
+    return {"allOf": [{"if": failed, "then": nothing}]}
+
+
+def _module_rules() -> JSON:
+    # ModuleScore.__post_init__: "module ... has no value and no missing_reason"
+    missing = {"properties": {"value": {"type": "null"}}}
+    reason = {"properties": {"missing_reason": {"type": "string", "minLength": 1}}}
+    return {"if": missing, "then": reason}
+
+
+def _known_modules(defs: dict[str, JSON]) -> JSON:
+    """``modules``: each module with a typed evidence record has its name and evidence shape."""
+    module = {"$ref": f"#/$defs/{_def_name(ModuleScore)}"}
+    properties = {}
+    for name, record in EVIDENCE_TYPES.items():
+        shape = {"name": {"const": name}, "evidence": _ref(record, defs)}
+        properties[name] = {"allOf": [module, {"properties": shape}]}
+    return {"properties": properties, "additionalProperties": module}
+
+
+# --- walkers ----------------------------------------------------------------------------------
+
+
+def _dataclass_schema(cls: type, defs: dict[str, JSON]) -> JSON:
+    """A card dataclass: every field required, no other key."""
+    hints = typing.get_type_hints(cls)
+    docs = _field_docs(cls)
+    properties = {}
+    for f in dataclasses.fields(cls):
+        spec = {**_hint_schema(hints[f.name], defs), **CONSTRAINTS.get((cls, f.name), {})}
+        properties[f.name] = _described(spec, docs.get(f.name))
+    required = [f.name for f in dataclasses.fields(cls) if (cls, f.name) not in NOT_REQUIRED]
+    return _described(
+        {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        },
+        _class_doc(cls),
+    )
+
+
+def _hint_schema(hint: Any, defs: dict[str, JSON]) -> JSON:
+    """Schema of a card dataclass field's type hint."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return _nullable(_hint_schema(inner, defs))
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if origin is list:
+        return {"type": "array", "items": _hint_schema(args[0], defs)}
+    if origin is dict:
+        key, value = args
+        if key is not str:
+            raise TypeError(f"a JSON object's keys are strings, not {key!r}")
+        return _object_of(value, lambda v: _hint_schema(v, defs))
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _ref(hint, defs)
+    raise TypeError(f"no JSON Schema for the type hint {hint!r}")
+
+
+def _record_schema(cls: type[Record], defs: dict[str, JSON]) -> JSON:
+    """An evidence record: every key optional, unknown keys allowed (kept in ``extra``)."""
+    hints = typing.get_type_hints(cls)
+    docs = _field_docs(cls)
+    properties = {}
+    for name, (kind, item, default) in cls._schema().items():
+        if kind == "map":
+            value = typing.get_args(_drop_none(hints[name]))[1]
+            spec: JSON = _object_of(value, lambda v: _hint_schema(v, defs))
+        elif kind.endswith("s"):
+            inner = _ref(item, defs) if item is not None else {"type": _KIND_TYPES[kind[:-1]]}
+            spec = {"type": "array", "items": inner}
+        elif kind == "rec":
+            assert item is not None
+            spec = _ref(item, defs)
+        else:
+            spec = {"type": _KIND_TYPES[kind]}
+        spec.update(CONSTRAINTS.get((cls, name), {}))
+        if default is None:  # the reader takes JSON null for fields that default to None
+            spec = _nullable(spec)
+        properties[name] = _described(spec, docs.get(name))
+    return _described(
+        {"type": "object", "properties": properties, "additionalProperties": True},
+        _class_doc(cls),
+    )
+
+
+def _ref(cls: type, defs: dict[str, JSON]) -> JSON:
+    """``{"$ref": ...}`` to ``cls``'s definition, added to ``defs`` on first use."""
+    name = _def_name(cls)
+    if name not in defs:
+        defs[name] = {}  # claimed first: records refer to each other
+        is_record = isinstance(cls, type) and issubclass(cls, Record)
+        defs[name] = _record_schema(cls, defs) if is_record else _dataclass_schema(cls, defs)
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _object_of(value: Any, schema_of: Callable[[Any], JSON]) -> JSON:
+    """A JSON object whose values have type ``value`` (``Any``: anything)."""
+    if value is Any:
+        return {"type": "object"}
+    return {"type": "object", "additionalProperties": schema_of(value)}
+
+
+def _nullable(spec: JSON) -> JSON:
+    """``spec`` admitting null too (a list of types when it is a single type)."""
+    kind = spec.get("type")
+    if isinstance(kind, str) and (kind != "array" or "items" not in spec):
+        return {**spec, "type": [kind, "null"]}
+    return {"oneOf": [{"type": "null"}, spec]}
+
+
+def _drop_none(hint: Any) -> Any:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if typing.get_origin(hint) in (types.UnionType, typing.Union) else hint
+
+
+def _def_name(cls: type) -> str:
+    """``GroundingEvidence`` → ``grounding_evidence``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+# --- descriptions from the source -------------------------------------------------------------
+
+
+def _described(spec: JSON, text: str | None) -> JSON:
+    return {**spec, "description": text} if text else spec
+
+
+def _class_doc(cls: type) -> str | None:
+    """The first paragraph of ``cls``'s own docstring, on one line (None without one)."""
+    doc = cls.__dict__.get("__doc__")
+    if not doc or doc.startswith(f"{cls.__name__}("):  # what @dataclass writes when none
+        return None
+    return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Each annotated field's comment: on its line(s), else the comment lines right above it."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    comments: dict[int, str] = {}
+    code_lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            code_lines.add(tok.start[0])
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.ClassDef)
+    docs = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        end = stmt.end_lineno or stmt.lineno
+        lines = [comments[n] for n in range(stmt.lineno, end + 1) if n in comments]
+        if not lines:
+            n = stmt.lineno - 1
+            while n in comments and n not in code_lines:
+                lines.insert(0, comments[n])
+                n -= 1
+        if lines:
+            docs[stmt.target.id] = " ".join(lines)
+    return docs
+
+
+# --- the shipped file -------------------------------------------------------------------------
+
+
+def schema_text() -> str:
+    """The schema as the shipped file holds it."""
+    return json.dumps(scorecard_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite the shipped schema, or with ``--check`` say whether it is up to date."""
+    args = sys.argv[1:] if argv is None else argv
+    text = schema_text()
+    current = SCHEMA_PATH.read_text(encoding="utf-8") if SCHEMA_PATH.exists() else None
+    if args == ["--check"]:
+        if current != text:
+            print(f"{SCHEMA_PATH} is stale: run {REGENERATE}", file=sys.stderr)
+            return 1
+        return 0
+    if args:
+        print(f"usage: {REGENERATE} [--check]", file=sys.stderr)
+        return 2
+    if current != text:
+        SCHEMA_PATH.write_text(text, encoding="utf-8")
+        print(f"wrote {SCHEMA_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
