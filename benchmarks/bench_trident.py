@@ -475,9 +475,11 @@ def main() -> None:
             rates = series[peer_label].rates
             stage = [x / y for x, y in zip(cli_stage, rates, strict=True) if y > 0]
             print(f"  CLI patch stage / {peer_label[:40]}: {spread(stage, '{:.2f}')}×")
-    if CLI in procs and CLAM in procs and len(procs[CLI][0]) == len(procs[CLAM][0]):
-        r = [x / y for x, y in zip(procs[CLAM][0], procs[CLI][0], strict=True)]
-        print(f"  whole process, wall of CLAM / wall of pathgls extract: {spread(r, '{:.2f}')}×")
+    for peer_label, name in ((TRI, "TRIDENT"), (CLAM, "CLAM")):
+        if CLI in procs and peer_label in procs and len(procs[CLI][0]) == len(procs[peer_label][0]):
+            r = [x / y for x, y in zip(procs[peer_label][0], procs[CLI][0], strict=True)]
+            shown = spread(r, "{:.2f}")
+            print(f"  whole process, wall of {name} / wall of pathgls extract: {shown}×")
 
     import h5py
     import transformers
