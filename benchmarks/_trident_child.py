@@ -99,26 +99,18 @@ def main() -> None:
     best = statistics.median(runs)
     with h5py.File(path, "r") as f:
         n = int(f["features"].shape[0])
-    if args.cold:
-        print(
-            json.dumps(
-                {
-                    "patches_per_s": n / best,
-                    "seconds": best,
-                    "run_seconds": runs,
-                    "forward_per_s": None,
-                    "data_per_s": None,
-                    "n_features": n,
-                    "features_path": str(path),
-                    "trident": trident.__version__,
-                    "torch": torch.__version__,
-                    "transformers": transformers.__version__,
-                    "torch_threads": torch.get_num_threads(),
-                    "workers": args.workers,
-                    "cold": True,
-                }
-            )
-        )
+    common = {
+        "n_features": n,
+        "features_path": str(path),
+        "trident": trident.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "workers": args.workers,
+    }
+    rates = {"patches_per_s": n / best, "seconds": best, "run_seconds": runs}
+    if args.cold:  # a user's run: nothing else is timed
+        print(json.dumps({**rates, "forward_per_s": None, "data_per_s": None, **common}))
         return
     # data only: TRIDENT's dataset (read, resize to 512, its transforms) in this thread, no model
     with h5py.File(args.coords, "r") as f:
@@ -156,22 +148,7 @@ def main() -> None:
         fwd_runs.append(time.perf_counter() - t0)
     fwd = statistics.median(fwd_runs)
     print(
-        json.dumps(
-            {
-                "patches_per_s": n / best,
-                "seconds": best,
-                "run_seconds": runs,
-                "forward_per_s": n / fwd,
-                "data_per_s": len(dataset) / data,
-                "n_features": n,
-                "features_path": str(path),
-                "trident": trident.__version__,
-                "torch": torch.__version__,
-                "transformers": transformers.__version__,
-                "torch_threads": torch.get_num_threads(),
-                "workers": args.workers,
-            }
-        )
+        json.dumps({**rates, "forward_per_s": n / fwd, "data_per_s": len(dataset) / data, **common})
     )
 
 

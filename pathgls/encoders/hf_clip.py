@@ -152,10 +152,35 @@ def load_hf_clip(
             config, location, precision, device, hf_config
         )
     image_size = int(hf_config.vision_config.image_size)
+    return _encoder(
+        config,
+        location,
+        dim=int(hf_config.projection_dim),
+        image_size=image_size,
+        precision=precision,
+        device=device,
+        model_id=model_id,
+        towers=(image_features, text_features, model),
+    )
+
+
+def _encoder(
+    config: EncoderConfig,
+    location: str,
+    *,
+    dim: int,
+    image_size: int,
+    precision: ResolvedPrecision,
+    device: torch.device,
+    model_id: str | None,
+    towers: _Towers,
+) -> ClipEncoder:
+    """The :class:`ClipEncoder` of a loaded checkpoint: its provenance and processor numbers."""
+    image_features, text_features, model = towers
     source_repo, revision = hub.location_source(location)
     return ClipEncoder(
         name=encoder_name(config),
-        dim=int(hf_config.projection_dim),
+        dim=dim,
         image_size=image_size,
         precision=precision,
         device=str(device),
@@ -185,20 +210,15 @@ def _plain_image_encoder(
     )
     model = load_tower(location, spec, dtype=torch_dtype(precision), label=str(config.name))
     model = model.to(device)
-    source_repo, revision = hub.location_source(location)
-    return ClipEncoder(
-        name=encoder_name(config),
+    return _encoder(
+        config,
+        location,
         dim=spec.projection_dim,
         image_size=spec.image_size,
         precision=precision,
-        device=str(device),
-        model_id=model_id or source_repo or str(location),
-        revision=revision,
-        random_weights=hub.is_random_weights(location),
-        image_features=model,
-        text_features=None,
-        preprocess=_preprocess_from_processor(location, spec.image_size),
-        module=model,
+        device=device,
+        model_id=model_id,
+        towers=(model, None, model),
     )
 
 
