@@ -87,8 +87,8 @@ def main() -> None:
 
     import torch
     import transformers
+    from _peer_tower import clip_vision_tower
     from torchvision import transforms as T
-    from transformers import CLIPModel
 
     torch.set_num_threads(args.threads)
     import models  # CLAM's package (from --clam-src)
@@ -99,21 +99,9 @@ def main() -> None:
 
     def get_encoder(model_name: str, target_img_size: int = 224):
         """Stands in for CLAM's ``models.get_encoder``: the benchmark's model and transforms."""
-        clip = CLIPModel.from_pretrained(args.weights, local_files_only=True).eval()
-        size = int(clip.config.vision_config.image_size)
+        tower, size = clip_vision_tower(args.weights)
         if target_img_size != size:
             raise SystemExit(f"CLAM asks for {target_img_size} px, the model takes {size}")
-
-        class VisionTower(torch.nn.Module):
-            """The CLIP image embedding: vision transformer → pooled output → projection."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.vision = clip.vision_model
-                self.projection = clip.visual_projection
-
-            def forward(self, pixels: torch.Tensor) -> torch.Tensor:
-                return self.projection(self.vision(pixel_values=pixels).pooler_output)
 
         mean, std = proc["image_mean"], proc["image_std"]
         if args.transforms == "clam":
@@ -129,7 +117,7 @@ def main() -> None:
                 ]
             )
         built["transforms"] = repr(tf)
-        return VisionTower().eval(), tf
+        return tower, tf
 
     models.get_encoder = get_encoder
 

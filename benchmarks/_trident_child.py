@@ -44,31 +44,19 @@ def main() -> None:
     import torch
     import transformers
     import trident
+    from _peer_tower import clip_vision_tower
     from torchvision.transforms import InterpolationMode
-    from transformers import CLIPModel
     from trident import OpenSlideWSI, WSIPatcherDataset
     from trident.patch_encoder_models import CustomInferenceEncoder
     from trident.patch_encoder_models.utils.transform_utils import get_eval_transforms
 
     torch.set_num_threads(args.threads)
-    clip = CLIPModel.from_pretrained(args.weights, local_files_only=True).eval()
+    tower, size = clip_vision_tower(args.weights)
     proc = json.loads((Path(args.weights) / "preprocessor_config.json").read_text())
-    size = int(clip.config.vision_config.image_size)
-
-    class VisionTower(torch.nn.Module):
-        """The CLIP image embedding: vision transformer → pooled output → projection."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.vision = clip.vision_model
-            self.projection = clip.visual_projection
-
-        def forward(self, pixels: torch.Tensor) -> torch.Tensor:
-            return self.projection(self.vision(pixel_values=pixels).pooler_output)
 
     encoder = CustomInferenceEncoder(
         enc_name="clip-vit-b32-random",
-        model=VisionTower().eval(),
+        model=tower,
         transforms=get_eval_transforms(
             proc["image_mean"],
             proc["image_std"],
