@@ -46,7 +46,7 @@ def _tidy_help(command: Any) -> None:
     (``--json <bool>``) and odd for a repeatable option (``<list[str]>``, now ``<str>``; its
     help says it repeats). Applied to every command of the tree, the help options included.
     """
-    from typer._click import Context
+    from typer import Context
 
     for sub in getattr(command, "commands", {}).values():
         _tidy_help(sub)
@@ -59,7 +59,7 @@ def _tidy_help(command: Any) -> None:
             if param.nargs != 1:  # ``names...``: one type, the name column says it repeats
                 shown = _element_type(param.display_type(Context(command)))
 
-                def display_type_rich(ctx: Context, shown: str = shown) -> str:
+                def display_type_rich(ctx: Any, shown: str = shown) -> str:
                     return shown
 
                 # one parameter's rendering replaced (an instance attribute over the method)

@@ -6,7 +6,6 @@ import contextlib
 import json
 import logging
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -388,8 +387,6 @@ def evaluate(
     subject_retries: RetriesOpt = None,
 ) -> None:
     """Evaluate one slide or ROI and print its ScoreCard(s) as JSON (local executor)."""
-    import dataclasses
-
     console = Console(stderr=True)
     if not item.is_file():
         fail(console, f"{item}: no such file")
@@ -414,40 +411,14 @@ def evaluate(
         )
         for warning in check_run_inputs(source=item, run_config=run_config, out=out):
             console.print(f"[yellow]warning:[/] {escape(redact(warning))}", soft_wrap=True)
-        from pathgls.runner.items import discover
-        from pathgls.runner.local import run_local
-        from pathgls.runner.store import ResultsStore
+        from pathgls.runner.single import evaluate_single, read_reference_file
 
-        (work,) = discover(item)
-        if reference is not None:
-            from pathgls.text.clean import clean_report
-
-            try:
-                text, _ = clean_report(reference.read_bytes())
-            except OSError as e:
-                raise PathGLSError(f"cannot read reference {reference}: {e}") from e
-            work = dataclasses.replace(work, reference=text)
-        if out is not None:
-            from pathgls.io.rundir import check_out_dir, refuse_links
-            from pathgls.runner.store import OWN_ENTRIES
-
-            check_out_dir(out)
-            refuse_links(out, OWN_ENTRIES, what=f"--out {out}")
-        with tempfile.TemporaryDirectory(prefix="pathgls-evaluate-") as tmp:
-            store = ResultsStore(out or tmp)
-
-            def keep(_: Any, result: list[Any]) -> None:
-                for card in result:
-                    if out is not None:
-                        store.write_card(card)
-                    cards.append(card)
-
-            run_local(
-                tasks=[(work, list(run_config.run.subjects))],
-                config=run_config,
-                store=store,
-                on_result=keep,
-            )
+        cards = evaluate_single(
+            source=item,
+            config=run_config,
+            reference=None if reference is None else read_reference_file(reference),
+            out=out,
+        )
     except PathGLSError as e:
         fail(console, e)
     payload = [c.to_dict() for c in cards]
