@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.evidence import EVIDENCE_TYPES, GroundedEntity, Record, TopPatch
-from pathgls.types import SCORECARD_VERSION, ModuleScore, ScoreCard
+from pathgls.types import SCORECARD_VERSION, CardInputs, ModuleScore, ScoreCard
 
 #: The shipped schema this module writes.
 SCHEMA_PATH = Path(__file__).resolve().parent / "resources" / "scorecard.schema.json"
@@ -67,50 +67,11 @@ CONSTRAINTS: Mapping[tuple[type, str], JSON] = {
     # the grounding writers' boxes are x, y, width, height
     (TopPatch, "box"): _BOX,
     (GroundedEntity, "box"): _BOX,
-}
-#: Card-dataclass fields a reader accepts absent (cards written before the field existed).
-NOT_REQUIRED: frozenset[tuple[type, str]] = frozenset({(ModuleScore, "random_weights")})
-
-#: What a card's ``inputs`` holds (provenance; an untyped dict in code, so described here until
-#: :class:`~pathgls.types.ScoreCard` types it). Keys not listed are allowed.
-INPUTS: JSON = {
-    "subject_model_id": {"type": ["string", "null"]},
-    "subject_revision": {"type": ["string", "null"]},
-    "subject_learned": {
-        "type": ["boolean", "null"],
-        "description": "The subject is a learned model (not a rule-based captioner).",
-    },
-    "item": {"type": "string", "description": "Path of the slide or ROI."},
-    "kind": {"enum": ["slide", "roi"]},
-    "attack": {"type": "string", "description": "Adversarial prompt name."},
-    "seed": {"type": "integer"},
-    "view": {"type": "string", "description": "thumbnail, montage or roi."},
-    "encoder": {
-        "type": ["object", "null"],
-        "description": "Image-text encoder: name, model_id, revision, random_weights.",
-    },
-    "extractor": {"type": "string"},
-    "nli": {"type": "string"},
-    "embedder": {"type": "string"},
-    "reference": {"type": "boolean", "description": "A reference report was given (HARE)."},
-    "slide_size": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-    "level0_mpp": {"type": "number"},
-    "mpp_source": {"type": "string"},
-    "read_level": {"type": "integer"},
-    "bag": {"type": "string", "description": "Feature bag path."},
-    "n_patches": {"type": "integer"},
-    "patches_encoded_now": {"type": "integer", "description": "0: a complete bag was reused."},
-    "roi_size": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-    "prompts": {
-        "type": "object",
-        "additionalProperties": {"type": "string"},
-        "description": "Prompt name per generation (neutral, attack).",
-    },
-    "view_description": {"type": "string"},
-    "slide_identity": {
-        "type": "object",
-        "description": "The input file's identity when the card was made: a rerun skips the "
-        "card while it matches (pathgls.tiling.identity).",
+    # the runner records a slide's or ROI's width and height, and a file identity in full
+    (CardInputs, "kind"): {"enum": ["slide", "roi"]},
+    (CardInputs, "slide_size"): {"minItems": 2, "maxItems": 2},
+    (CardInputs, "roi_size"): {"minItems": 2, "maxItems": 2},
+    (CardInputs, "slide_identity"): {
         "properties": {
             "size": {"type": "integer"},
             "mtime_ns": {"type": "integer"},
@@ -120,6 +81,8 @@ INPUTS: JSON = {
         "required": ["size", "mtime_ns", "header_sha256", "sha256"],
     },
 }
+#: Card-dataclass fields a reader accepts absent (cards written before the field existed).
+NOT_REQUIRED: frozenset[tuple[type, str]] = frozenset({(ModuleScore, "random_weights")})
 
 _KIND_TYPES = {"str": "string", "num": "number", "int": "integer", "bool": "boolean"}
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -132,16 +95,13 @@ def scorecard_schema() -> JSON:
         ValueError: :data:`CONSTRAINTS` or :data:`NOT_REQUIRED` names a field that is gone.
     """
     for cls, name in (*CONSTRAINTS, *NOT_REQUIRED):
-        if name not in {f.name for f in dataclasses.fields(cls)}:
+        if name not in typing.get_type_hints(cls):
             raise ValueError(f"pathgls.schema names {cls.__name__}.{name}, which has no such field")
     defs: dict[str, JSON] = {}
     card = _dataclass_schema(ScoreCard, defs)
     card["properties"]["inputs"].update(
         # ScoreCard.__post_init__: "inputs holds status: since ScoreCard version 2 ..."
-        {
-            "properties": INPUTS,
-            "not": {"anyOf": [{"required": ["status"]}, {"required": ["subject"]}]},
-        }
+        {"not": {"anyOf": [{"required": ["status"]}, {"required": ["subject"]}]}}
     )
     card["properties"]["modules"].update(_known_modules(defs))
     card.update(_card_rules())
@@ -223,7 +183,23 @@ def _hint_schema(hint: Any, defs: dict[str, JSON]) -> JSON:
         return _object_of(value, lambda v: _hint_schema(v, defs))
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _ref(hint, defs)
+    if typing.is_typeddict(hint):
+        return _typeddict_schema(hint, defs)
     raise TypeError(f"no JSON Schema for the type hint {hint!r}")
+
+
+def _typeddict_schema(cls: type, defs: dict[str, JSON]) -> JSON:
+    """A TypedDict (:class:`~pathgls.types.CardInputs`): its keys typed and described, none
+    required, other keys allowed (readers keep them)."""
+    hints = typing.get_type_hints(cls)
+    docs = _field_docs(cls)
+    properties = {
+        name: _described(
+            {**_hint_schema(hint, defs), **CONSTRAINTS.get((cls, name), {})}, docs.get(name)
+        )
+        for name, hint in hints.items()
+    }
+    return {"type": "object", "properties": properties}
 
 
 def _record_schema(cls: type[Record], defs: dict[str, JSON]) -> JSON:

@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, get_args
 
 from pathgls.errors import ScoreCardError
 from pathgls.jsontext import JSONTextError, loads_strict
@@ -265,6 +265,55 @@ class GateDecision:
 _V1_INPUT_FIELDS = ("subject", "status")
 
 
+class CardInputs(TypedDict, total=False):
+    """What went into a card (``ScoreCard.inputs``): the keys the runner writes. A card of
+    another writer may hold other keys too; readers keep them."""
+
+    subject_model_id: str | None
+    subject_revision: str | None
+    # The subject is a learned model (not a rule-based captioner).
+    subject_learned: bool | None
+    # Path of the slide or ROI.
+    item: str
+    kind: str  # slide or roi
+    # Adversarial prompt name.
+    attack: str
+    seed: int
+    # thumbnail, montage or roi.
+    view: str
+    # Image-text encoder: name, model_id, revision, random_weights.
+    encoder: dict[str, Any] | None
+    # Repo ids and revisions of the text models by role (extractor, nli, embedder, hare, report).
+    models: dict[str, Any]
+    extractor: str
+    nli: str
+    embedder: str
+    # A reference report was given (HARE).
+    reference: bool
+    slide_size: list[int]
+    level0_mpp: float
+    mpp_source: str
+    read_level: int
+    # Feature bag path.
+    bag: str
+    n_patches: int
+    # 0: a complete bag was reused.
+    patches_encoded_now: int
+    # The slide's tiling was read from its patches file, not computed again.
+    tiling_reused: bool
+    # Path of the slide's patches file (its tiling).
+    patches_file: str
+    # Reads of the slide: opens, patches_for_view, thumbnails, full_hashes.
+    slide_reads: dict[str, int]
+    roi_size: list[int]
+    # Prompt name per generation (neutral, attack).
+    prompts: dict[str, str]
+    view_description: str
+    # The input file's identity when the card was made: a rerun skips the card while it
+    # matches (pathgls.tiling.identity).
+    slide_identity: dict[str, Any]
+
+
 @dataclass
 class ScoreCard:
     """Everything pathgls knows about one (item, subject) pair.
@@ -282,7 +331,7 @@ class ScoreCard:
     # missing); failed: no report was scored (unreadable slide, dead subject, ...).
     status: Status = "ok"
     # what went in (provenance: item, models, seeds, prompts); not status or subject
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: CardInputs = field(default_factory=lambda: CardInputs())
     # reports by condition: original, stain, attack:<name>, reference
     reports: dict[str, Report] = field(default_factory=dict)
     modules: dict[str, ModuleScore] = field(default_factory=dict)  # module scores by name

@@ -2,8 +2,10 @@
 
 A config tree is frozen dataclasses whose fields are ``bool``, ``int``, ``float``, ``str``,
 ``Literal[...]``, ``X | None``, ``tuple[X, ...]``, ``Mapping[str, X]`` or another such dataclass.
-:func:`from_dict` turns TOML/JSON-like data into the tree, checking every value on the way and
-naming the offending key as ``section.key`` (``fusion.weights.logic``, ``grounding.templates[1]``);
+:func:`from_dict` turns TOML/JSON-like data into the tree with pydantic-core: a validator built
+from the annotations once per process (pydantic-core is imported then, not by ``import
+pathgls``), checking every value on the way; its first error becomes a message that names the
+offending key as ``section.key`` (``fusion.weights.logic``, ``grounding.templates[1]``).
 :func:`to_dict` is its inverse, with ``None`` fields left out (TOML has no null; a missing key
 loads as its default, and every ``X | None`` field of the tree defaults to None).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import os
 import re
@@ -19,13 +22,17 @@ import tempfile
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import tomli_w
 
 from pathgls.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails, SchemaValidator
+    from pydantic_core.core_schema import CoreSchema
 
 T = typing.TypeVar("T")
 
@@ -62,7 +69,7 @@ def in_range(
     ok = (
         not isinstance(value, bool)
         and isinstance(value, int | float)
-        and math.isfinite(value)
+        and (isinstance(value, int) or math.isfinite(value))
         and (value > low if open_low else value >= low)
         and (value < high if open_high else value <= high)
     )
@@ -80,6 +87,8 @@ def _join(where: str, key: str) -> str:
 def _type_name(tp: Any) -> str:
     if tp is type(None):
         return "absent"
+    if dataclasses.is_dataclass(tp):
+        return "a table"
     if typing.get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if typing.get_origin(tp) in (types.UnionType, typing.Union):
@@ -91,70 +100,10 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def convert(tp: Any, value: Any, where: str) -> Any:
-    """``value`` as the annotated type ``tp``, checked; ``where`` names it in errors.
-
-    Raises:
-        ConfigError: the value does not fit the type.
-        TypeError: ``tp`` is an annotation this converter does not know (a programming error).
-    """
-    origin = typing.get_origin(tp)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where} must be a table, got {value!r}")
-        return from_dict(tp, value, where)
-    if origin in (types.UnionType, typing.Union):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None and len(args) < len(typing.get_args(tp)):
-            return None
-        errors = []
-        for arg in args:
-            try:
-                return convert(arg, value, where)
-            except ConfigError as e:
-                errors.append(str(e))
-        if len(errors) == 1:
-            raise ConfigError(errors[0])
-        raise ConfigError(f"{where} must be {_type_name(tp)}, got {value!r}")
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        if not any(type(value) is type(c) and value == c for c in choices):
-            raise ConfigError(f"{where} must be {_type_name(tp)}, got {value!r}")
-        return value
-    if origin is tuple:
-        item_args = typing.get_args(tp)
-        if len(item_args) != 2 or item_args[1] is not Ellipsis:
-            raise TypeError(f"{where}: only tuple[X, ...] fields are supported, not {tp}")
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"{where} must be an array, got {value!r}")
-        return tuple(convert(item_args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin in (Mapping, dict) or tp in (Mapping, dict):
-        key_tp, value_tp = typing.get_args(tp) or (str, Any)
-        if key_tp is not str:
-            raise TypeError(f"{where}: only Mapping[str, X] fields are supported, not {tp}")
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where} must be a table, got {value!r}")
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ConfigError(f"{where} keys must be strings, got {k!r}")
-            out[k] = convert(value_tp, v, f"{where}.{k}")
-        return out
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where} must be float, got {value!r}")
-        return float(value)
-    if tp in (int, str, bool):
-        if type(value) is not tp:
-            raise ConfigError(f"{where} must be {tp.__name__}, got {value!r}")
-        return value
-    if tp is Any:
-        return value
-    raise TypeError(f"{where}: unsupported config annotation {tp!r}")
-
-
+@functools.cache
 def _field_types(cls: type) -> dict[str, Any]:
-    """Resolved annotation of each ``__init__`` field of the dataclass ``cls``."""
+    """Resolved annotation of each ``__init__`` field of the dataclass ``cls`` (once per class:
+    resolving them is most of the cost of building a validator)."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
 
@@ -198,19 +147,190 @@ def qualify(where: str, cls: type, message: str) -> str:
 def from_dict(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
     """Build the dataclass ``cls`` from ``data`` (a subset of its fields; the rest default).
 
+    The checking is pydantic's (:func:`_validator`); its first error, in the order of the keys
+    of ``data``, becomes the message (:func:`_message`).
+
     Raises:
         ConfigError: an unknown key, a value of the wrong type, or one its validation refuses;
             the message names the key (``section.key``).
     """
-    fields = _field_types(cls)
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(_unknown(cls, where, unknown))
-    kwargs = {k: convert(fields[k], v, _join(where, k)) for k, v in data.items()}
+    from pydantic_core import ValidationError
+
     try:
-        return cls(**kwargs)
-    except ConfigError as e:
-        raise ConfigError(qualify(where, cls, str(e))) from e
+        out: T = _validator(cls).validate_python(data)
+    except ValidationError as e:
+        errors = e.errors()
+        first = min(errors, key=lambda err: _locate(cls, data, err["loc"]).rank)
+        cause = first.get("ctx", {}).get("error")
+        raise ConfigError(_message(cls, data, first, errors, where)) from cause or e
+    return out
+
+
+_VALIDATORS: dict[type, SchemaValidator] = {}
+
+
+def _validator(cls: type) -> SchemaValidator:
+    """The pydantic-core validator of the dataclass ``cls`` (:func:`_schema`), built once per
+    process. The schema is built here rather than by pydantic's ``TypeAdapter``, which cost about
+    200 ms on the first config load (importing pydantic, deriving its schema); this costs about
+    30 ms, mostly importing pydantic-core."""
+    validator = _VALIDATORS.get(cls)
+    if validator is None:
+        from pydantic_core import SchemaValidator
+
+        validator = _VALIDATORS[cls] = SchemaValidator(_schema(cls))
+    return validator
+
+
+def _schema(tp: Any) -> CoreSchema:
+    """The core schema of the config annotation ``tp``, with the TOML reading of the types.
+
+    No scalar is coerced (``"1"`` is not an int, ``True`` not a number, ``1`` is a float); an
+    array is a list or tuple, a table any mapping (an instance of the dataclass is no table);
+    an unknown key is an error; ``__post_init__`` (the range checks) runs once the fields hold.
+
+    Raises:
+        TypeError: ``tp`` is an annotation config trees do not use (a programming error).
+    """
+    from pydantic_core import core_schema as cs
+
+    origin = typing.get_origin(tp)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = _field_types(tp)
+        fields = [
+            cs.dataclass_field(f.name, _with_default(f, _schema(hints[f.name])))
+            for f in dataclasses.fields(tp)
+            if f.init
+        ]
+        args = cs.dataclass_args_schema(tp.__name__, fields, extra_behavior="forbid")
+        checked: CoreSchema = cs.dataclass_schema(
+            tp, args, [f["name"] for f in fields], post_init=False
+        )
+        if hasattr(tp, "__post_init__"):
+            checked = cs.no_info_after_validator_function(_post_init, checked)
+        return cs.no_info_before_validator_function(_table, checked)
+    if origin in (types.UnionType, typing.Union):
+        (arg, *more) = [a for a in typing.get_args(tp) if a is not type(None)]
+        if more or len(typing.get_args(tp)) != 2:
+            raise TypeError(f"only X | None unions are supported in config trees, not {tp}")
+        return cs.nullable_schema(_schema(arg))
+    if origin is Literal:
+        return cs.literal_schema(list(typing.get_args(tp)))
+    if origin is tuple and typing.get_args(tp)[1:] == (Ellipsis,):
+        item = _schema(typing.get_args(tp)[0])
+        array = cs.tuple_schema([item], variadic_item_index=0, strict=True)
+        return cs.no_info_before_validator_function(_array, array)
+    if origin in (Mapping, dict) and typing.get_args(tp)[0] is str:
+        return cs.dict_schema(cs.str_schema(strict=True), _schema(typing.get_args(tp)[1]))
+    scalars: dict[Any, Callable[..., CoreSchema]] = {
+        bool: cs.bool_schema,
+        int: cs.int_schema,
+        float: cs.float_schema,
+        str: cs.str_schema,
+    }
+    if tp in scalars:
+        return scalars[tp](strict=True)
+    raise TypeError(f"unsupported config annotation {tp!r}")
+
+
+def _with_default(f: dataclasses.Field[Any], schema: CoreSchema) -> CoreSchema:
+    """``schema`` with the default of the dataclass field ``f``."""
+    from pydantic_core import core_schema as cs
+
+    if f.default_factory is not dataclasses.MISSING:
+        return cs.with_default_schema(schema, default_factory=f.default_factory)
+    if f.default is not dataclasses.MISSING:
+        return cs.with_default_schema(schema, default=f.default)
+    return schema
+
+
+def _post_init(config: Any) -> Any:
+    """Run the ``__post_init__`` checks of ``config``; a crash of one is a :class:`ConfigError`
+    too (pydantic would let it through, before the errors of keys checked earlier)."""
+    try:
+        config.__post_init__()
+    except (TypeError, ArithmeticError) as e:
+        raise ConfigError(f"the values cannot be checked: {e}") from e
+    return config
+
+
+def _array(value: object) -> object:
+    """A TOML array (a list or tuple) as a tuple; anything else is left for the tuple check."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _table(value: object) -> dict[object, object]:
+    """A table (any mapping) as a dict; anything else is refused."""
+    if not isinstance(value, Mapping):
+        from pydantic_core import PydanticCustomError
+
+        raise PydanticCustomError("table_type", "not a table")
+    return dict(value)
+
+
+class _Place(typing.NamedTuple):
+    """Where a pydantic error location points in the data and the config tree."""
+
+    #: Sorts errors in the order the keys were checked one by one: unknown keys of a table
+    #: first, then its keys in the data's order, an array's items in order, a key before its value.
+    rank: tuple[tuple[int, ...], ...]
+    #: ``section.key``, ``grounding.templates[1]``.
+    where: str
+    #: The annotation there (a dataclass for a table of the tree; ``"key"`` for a mapping key).
+    tp: Any
+    #: The value there in the data.
+    value: object
+
+
+def _locate(cls: type, data: Any, loc: tuple[int | str, ...], where: str = "") -> _Place:
+    """The :class:`_Place` of the pydantic error location ``loc`` under ``data`` read as ``cls``."""
+    tp, value = cls, data
+    rank: list[tuple[int, ...]] = []
+    for i, step in enumerate(loc):
+        origin = typing.get_origin(tp)
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            keys = list(value)
+            if step not in _field_types(tp):  # an unknown key
+                return _Place((*rank, (0,)), where, tp, value)
+            rank.append((1, keys.index(step)))
+            tp, value, where = _field_types(tp)[str(step)], value[step], _join(where, str(step))
+        elif origin is tuple:
+            rank.append((int(step),))
+            tp, value = typing.get_args(tp)[0], list(value)[int(step)]
+            where = f"{where}[{step}]"
+        elif isinstance(origin, type) and issubclass(origin, Mapping):
+            keys = list(value)
+            if loc[i + 1 :] == ("[key]",):
+                return _Place((*rank, (keys.index(step), 0)), where, "key", step)
+            rank.append((keys.index(step), 1))
+            tp, value, where = typing.get_args(tp)[1], value[step], f"{where}.{step}"
+        if typing.get_origin(tp) in (types.UnionType, typing.Union) and value is not None:
+            (tp,) = [a for a in typing.get_args(tp) if a is not type(None)]
+    return _Place(tuple(rank), where, tp, value)
+
+
+#: pydantic's error types of a key that is no field of the dataclass.
+_UNKNOWN_KEY = ("unexpected_keyword_argument", "extra_forbidden", "invalid_key")
+
+
+def _message(
+    cls: type, data: Any, error: ErrorDetails, errors: list[ErrorDetails], where: str
+) -> str:
+    """The message of pydantic's ``error`` (one of ``errors``), in the words of the old checks."""
+    place = _locate(cls, data, error["loc"], where)
+    if error["type"] in _UNKNOWN_KEY:
+        parent = error["loc"][:-1]
+        unknown = sorted(
+            str(e["loc"][-1])
+            for e in errors
+            if e["type"] in _UNKNOWN_KEY and e["loc"][:-1] == parent
+        )
+        return _unknown(place.tp, place.where, unknown)
+    if error["type"] == "value_error":  # __post_init__ refused the values
+        return qualify(place.where, place.tp, str(error["ctx"]["error"]))
+    if place.tp == "key":
+        return f"{place.where} keys must be strings, got {place.value!r}"
+    return f"{place.where} must be {_type_name(place.tp)}, got {place.value!r}"
 
 
 def to_dict(obj: Any) -> Any:

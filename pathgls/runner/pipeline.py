@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,7 @@ from pathgls.runner.breaker import GenerationFailure, SubjectBreaker
 from pathgls.runner.items import WorkItem
 from pathgls.runner.models import Models, describe_model, is_random, load_models
 from pathgls.runner.store import ResultsStore
-from pathgls.types import ModuleScore, ScoreCard, Status
+from pathgls.types import CardInputs, ModuleScore, ScoreCard, Status
 
 if TYPE_CHECKING:
     from pathgls.encoders.base import Encoder
@@ -90,7 +90,7 @@ class _Prepared:
     """What every subject of an item shares: the view, the bag or ROI windows, timings."""
 
     view: View
-    inputs: dict[str, Any]
+    inputs: CardInputs
     bag: Path | None = None
     roi: WindowSource | None = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -220,7 +220,7 @@ def _prepare_slide(
     ) as session:
         plan = session.plan()  # no mpp → MissingResolutionError
         bag = None
-        inputs: dict[str, Any] = {
+        inputs: CardInputs = {
             "level0_mpp": float(plan.level0_mpp),
             "mpp_source": plan.mpp_source,
             "read_level": plan.level,
@@ -275,7 +275,7 @@ def _prepare_slide(
 
 def _base_inputs(
     item: WorkItem, subject: str, described: dict[str, Any], config: PathGLSConfig
-) -> dict[str, Any]:
+) -> CardInputs:
     """The inputs every card records; ``described`` is :meth:`Models.describe`."""
     s = (described.get("subjects") or {}).get(subject) or {}
     return {
@@ -500,7 +500,9 @@ def _grounding(
             assert prep.bag is not None
             size = prep.inputs.get("slide_size")  # the session's: coords outside are refused
             source = stack.enter_context(
-                open_bag_source(prep.bag, slide_size=tuple(size) if size else None)
+                open_bag_source(
+                    prep.bag, slide_size=cast("tuple[int, int]", tuple(size)) if size else None
+                )
             )
         res = ground_report(
             report=report,

@@ -19,7 +19,7 @@ from pathgls.runner.local import Task
 from pathgls.runner.store import ResultsStore
 from pathgls.subjects.replay import replay_revision
 from pathgls.tiling.identity import FileIdentity, IdentityCheck, check_identity
-from pathgls.types import ScoreCard
+from pathgls.types import CardInputs, ScoreCard
 
 log = logging.getLogger("pathgls.runner.run")
 
@@ -123,7 +123,7 @@ def _check(item: WorkItem, stored: FileIdentity, *, verify: bool) -> IdentityChe
 
 def _with_identity(store: ResultsStore, card: ScoreCard, identity: FileIdentity) -> ScoreCard:
     """``card`` with the file's new identity (same content, new mtime), written back."""
-    inputs = dict(card.inputs, slide_identity=identity.to_dict())
+    inputs: CardInputs = {**card.inputs, "slide_identity": identity.to_dict()}
     updated = dataclasses.replace(card, inputs=inputs)
     try:
         return store.write_card_stored(updated)
