@@ -43,6 +43,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("nli",),
     ("attacks",),
     ("subjects",),
+    ("generation",),
     ("grounding",),
     ("stability",),
     ("hare",),

@@ -68,7 +68,7 @@ def _case_of(report: AnalyzedReport | Case | str | bytes) -> Case:
     if isinstance(report, Case):
         return report
     if isinstance(report, AnalyzedReport):
-        return build_case(report.text)
+        return report.case  # built once per report, whoever asks first
     return build_case(report)
 
 

@@ -2,10 +2,11 @@
 
 - :mod:`.delta` — Δ backends (dx, embedding, entity, NLI) between two reports and S_s itself;
 - :mod:`.dx` — the dx Δ: what two reports diagnose, compared both ways, and what changed;
-- :mod:`.run` — asking a subject under the three conditions and scoring its stability.
+- :mod:`.run` — S_s of a subject's generated reports (:func:`score_generation`), and
+  :func:`run_stability`: generation (:mod:`pathgls.generation`) then that score.
 
 May import: core, :mod:`pathgls.config`, :mod:`pathgls.text`, :mod:`pathgls.nli`,
-:mod:`pathgls.attacks`, :mod:`pathgls.subjects`.
+:mod:`pathgls.attacks`, :mod:`pathgls.subjects`, :mod:`pathgls.generation`.
 """
 
 from pathgls.stability.delta import (
@@ -21,7 +22,7 @@ from pathgls.stability.delta import (
     stability_score,
 )
 from pathgls.stability.dx import DxChanges, DxDelta, dx_changes, dx_delta
-from pathgls.stability.run import StabilityRun, run_stability
+from pathgls.stability.run import StabilityRun, run_stability, score_generation
 
 __all__ = [
     "DxChanges",
@@ -39,5 +40,6 @@ __all__ = [
     "make_delta",
     "nli_delta",
     "run_stability",
+    "score_generation",
     "stability_score",
 ]

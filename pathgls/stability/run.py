@@ -1,11 +1,10 @@
-"""Run a subject under the three conditions and score its Stability.
+"""Stability S_s of a subject's generated reports, and a subject's whole stability run.
 
-``original``: the view's images with the neutral prompt; ``stain``: the same images after the
-seeded Macenko perturbation (:func:`pathgls.attacks.stain.perturb_stain`); ``attack:<name>``:
-the original images with an adversarial prompt. A ``patches`` view asks for one report per
-patch and then a summary report of them. Every generation goes through the subject cache when
-one is given. A failed generation is recorded with its reason; the other conditions still run
-and S_s is then missing — nothing is filled in.
+:func:`score_generation` compares the original report with the stain and attack reports of a
+:class:`~pathgls.generation.GeneratedReports` (Δ and S_s, with what the stain and the failed
+generations have to say as warnings); :func:`run_stability` is generation then that score,
+for a caller that wants both at once. A failed generation leaves S_s missing — nothing is
+filled in.
 """
 
 from __future__ import annotations
@@ -13,24 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from pathgls.attacks.prompts import DEFAULT_ATTACK, Prompt, PromptLibrary, load_prompt_library
-from pathgls.attacks.stain import StainConfig, perturb_stain
-from pathgls.attacks.stain_kind import stain_kind
-from pathgls.errors import PathGLSError
+from pathgls.attacks.prompts import DEFAULT_ATTACK, PromptLibrary, load_prompt_library
+from pathgls.attacks.stain import StainConfig
+from pathgls.generation.conditions import STAIN, GeneratedReports, generate_conditions
 from pathgls.stability.delta import DeltaFn, StabilityConfig, make_delta, stability_score
-from pathgls.subjects.base import Subject, SubjectError
-from pathgls.subjects.cache import SubjectCache, cached_generate
+from pathgls.subjects.base import Subject
+from pathgls.subjects.cache import SubjectCache
 from pathgls.subjects.views import View
-from pathgls.text.analyze import AnalyzedReport, analyze_report
+from pathgls.text.analyze import AnalyzedReport
 from pathgls.text.base import EntityExtractor
 from pathgls.types import ModuleScore, Report
-
-SUMMARY_PROMPT = (
-    "Below are reports of {k} regions of one slide.\n\n{reports}\n\n"
-    "Combine them into one report of the whole slide in the same six-field format."
-)
 
 
 @dataclass
@@ -46,37 +37,35 @@ class StabilityRun:
     analyzed: dict[str, AnalyzedReport | None] = field(default_factory=dict)
 
 
-def _generate(
-    subject: Subject,
-    view: View,
-    images: list[np.ndarray],
-    prompt: Prompt,
+def score_generation(
     *,
-    condition: str,
-    item_id: str,
-    seed: int,
-    cache: SubjectCache | None,
-    max_chars: int | None,
-) -> str:
-    def ask(imgs: list[np.ndarray], text: str, cond: str) -> str:
-        return cached_generate(
-            subject,
-            max_chars=max_chars,
-            images=imgs,
-            prompt=text,
-            system=prompt.system or None,
-            seed=seed,
-            item_id=item_id,
-            condition=cond,
-            cache=cache,
-        ).text
+    generated: GeneratedReports,
+    delta: DeltaFn,
+    config: StabilityConfig | None = None,
+) -> ModuleScore:
+    """S_s of ``generated``: Δ(R_orig, R_aug) and Δ(R_orig, R_attack), with their evidence.
 
-    if view.kind != "patches" or len(images) == 1:
-        return ask(images, prompt.user, condition)
-    parts = [ask([im], prompt.user, f"{condition}/patch{i}") for i, im in enumerate(images)]
-    joined = "\n\n".join(f"Region {i + 1}:\n{p}" for i, p in enumerate(parts))
-    summary = SUMMARY_PROMPT.format(k=len(parts), reports=joined)
-    return ask(images[:1], summary, f"{condition}/summary")
+    Args:
+        generated: The item's reports under the three conditions.
+        delta: The Δ (:func:`~pathgls.stability.delta.make_delta`).
+        config: Stability settings (names the Δ backend in the evidence).
+    """
+    cfg = config or StabilityConfig()
+    score = stability_score(
+        original=generated.analyzed["original"],
+        augmented=generated.analyzed[STAIN],
+        attacked=generated.analyzed[generated.attack],
+        delta=delta,
+        delta_name=cfg.delta,
+        conditions=(STAIN, generated.attack),
+    )
+    score.warnings.extend(generated.stain_warnings)
+    score.evidence["stain"] = generated.stain
+    score.evidence["attack"] = generated.prompts["attack"]
+    score.evidence["prompt_library"] = generated.library_version
+    for cond, err in generated.errors.items():
+        score.warnings.append(f"{cond}: {err}")
+    return score
 
 
 def run_stability(
@@ -96,7 +85,8 @@ def run_stability(
     max_report_chars: int | None = None,
     delta: DeltaFn | None = None,
 ) -> StabilityRun:
-    """Generate R_orig, R_aug and R_attack with ``subject`` and compute S_s.
+    """Generate R_orig, R_aug and R_attack with ``subject``
+    (:func:`~pathgls.generation.generate_conditions`) and compute S_s (:func:`score_generation`).
 
     When the original report fails, the stain and attack conditions are not asked (their
     errors say so): without R_orig there is nothing to compare them with.
@@ -122,85 +112,26 @@ def run_stability(
         ConfigError: unknown attack, or the Δ backend's model is missing.
     """
     lib = library or load_prompt_library()
-    neutral, adversarial = lib.neutral, lib.attack(attack)
+    lib.attack(attack)  # an unknown attack is refused before the Δ's model is asked for
     cfg = config or StabilityConfig()
     delta = delta or make_delta(cfg, embedder=embedder, nli=nli)
-    run = StabilityRun(prompts={"neutral": neutral.name, "attack": adversarial.name})
-    stained = perturb_stain(
-        images=np.stack(view.images) if _same_shape(view.images) else view.images[0],
-        image_ids=[f"{item_id}#{i}" for i in range(len(view.images))]
-        if _same_shape(view.images)
-        else f"{item_id}#0",
+    generated = generate_conditions(
+        subject=subject,
+        view=view,
+        item_id=item_id,
+        extractor=extractor,
+        attack=attack,
+        library=lib,
         seed=seed,
-        config=stain_config,
+        cache=cache,
+        stain_config=stain_config,
+        max_report_chars=max_report_chars,
     )
-    aug_images = (
-        list(np.asarray(stained.images))
-        if _same_shape(view.images)
-        else [np.asarray(stained.images), *view.images[1:]]
+    return StabilityRun(
+        reports=generated.reports,
+        errors=generated.errors,
+        score=score_generation(generated=generated, delta=delta, config=cfg),
+        stain=generated.stain,
+        prompts=generated.prompts,
+        analyzed=generated.analyzed,
     )
-    run.stain = {
-        "factors": np.asarray(stained.factors).tolist(),
-        "transformed": np.asarray(stained.transformed).tolist(),
-        "flags": list(stained.flags),
-        "seed": seed,
-    }
-    conditions = [
-        ("original", view.images, neutral),
-        ("stain", aug_images, neutral),
-        (adversarial.condition, view.images, adversarial),
-    ]
-    analyzed = run.analyzed
-    for condition, images, prompt in conditions:
-        if condition != "original" and analyzed.get("original") is None:
-            # the card fails on the original anyway: asking for the others only costs
-            run.errors[condition] = "not asked: the original report failed"
-            analyzed[condition] = None
-            continue
-        try:
-            text = _generate(
-                subject,
-                view,
-                list(images),
-                prompt,
-                max_chars=max_report_chars,
-                condition=condition,
-                item_id=item_id,
-                seed=seed,
-                cache=cache,
-            )
-            run.reports[condition] = Report(text=text, condition=condition, source=subject.name)
-            analyzed[condition] = report = analyze_report(text, extractor=extractor)
-            run.reports[condition].warnings.extend(report.warnings)
-        except (SubjectError, PathGLSError) as e:
-            run.errors[condition] = f"{type(e).__name__}: {e}"
-            analyzed[condition] = None
-    score = stability_score(
-        original=analyzed["original"],
-        augmented=analyzed["stain"],
-        attacked=analyzed[adversarial.condition],
-        delta=delta,
-        delta_name=cfg.delta,
-        conditions=("stain", adversarial.condition),
-    )
-    kinds = [stain_kind(np.asarray(im)) for im in view.images]
-    run.stain["kinds"] = [k.kind for k in kinds]
-    for warning in dict.fromkeys(k.warning for k in kinds if k.warning):
-        score.warnings.append(f"stain: {warning}")
-    if not any(run.stain["transformed"]):
-        score.warnings.append(
-            "stain perturbation left every image unchanged ("
-            + "; ".join(f for f in run.stain["flags"] if f)
-            + "): Δ_aug measures no stain shift"
-        )
-    score.evidence["stain"] = run.stain
-    score.evidence["attack"] = adversarial.name
-    score.evidence["prompt_library"] = lib.version
-    for cond, err in run.errors.items():
-        score.warnings.append(f"{cond}: {err}")
-    run.score = score
-    return run
-
-
-def _same_shape(images: list[np.ndarray]) -> bool:
-    return len({im.shape for im in images}) == 1

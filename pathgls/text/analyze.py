@@ -1,15 +1,27 @@
-"""One call from report text to sections, entities, relations, scopes and the report graph."""
+"""One call from report text to sections, entities, relations, scopes and the report graph.
+
+An :class:`AnalyzedReport` is the one reading of a report that every score module shares: the
+entity view (sections, sentences, entities, relations, scopes) is made when it is analysed,
+and the case model's view (its :class:`~pathgls.text.document.Document` and
+:class:`~pathgls.text.case.Case`) the first time one is asked for, then kept — Logic reads
+``report.case`` and never parses the report again.
+"""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pathgls.text.base import EntityExtractor, ParsedReport
 from pathgls.text.relations import extract_relations
 from pathgls.text.scope import ScopeMap, infer_scopes
 from pathgls.text.sections import parse_report
 from pathgls.types import Entity, Relation, ReportGraph
+
+if TYPE_CHECKING:
+    from pathgls.text.case import Case
+    from pathgls.text.document import Document
 
 
 @dataclass
@@ -30,6 +42,25 @@ class AnalyzedReport:
     def scopes(self) -> ScopeMap:
         """Which tissue each entity is about (:func:`~pathgls.text.scope.infer_scopes`)."""
         return infer_scopes(self.parsed, self.entities)
+
+    @functools.cached_property
+    def document(self) -> Document:
+        """The report's regions, parts and statements (:mod:`pathgls.text.document`), read once.
+
+        Read from ``text``, the cleaned text the entities' offsets refer to: cleaning it again
+        changes nothing (the 1,820 TCGA reports: identical text, no new warning), so the
+        Document is the one :func:`~pathgls.text.case.build_case` makes of ``text``.
+        """
+        from pathgls.text.document import parse_document  # the case model's view, when asked
+
+        return parse_document(self.text)
+
+    @functools.cached_property
+    def case(self) -> Case:
+        """The report's case model (:func:`~pathgls.text.case.build_case` of :attr:`document`)."""
+        from pathgls.text.case import build_case
+
+        return build_case(self.document)
 
     @property
     def graph(self) -> ReportGraph:
