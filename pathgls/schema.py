@@ -44,7 +44,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pathgls.evidence import EVIDENCE_TYPES, GroundedEntity, Record, TopPatch
+from pathgls.evidence import (
+    EVIDENCE_TYPES,
+    GroundedEntity,
+    Record,
+    TopPatch,
+    record_json_schema,
+    record_keys,
+)
 from pathgls.types import SCORECARD_VERSION, ModuleScore, ScoreCard
 
 #: The shipped schema this module writes.
@@ -121,7 +128,6 @@ INPUTS: JSON = {
     },
 }
 
-_KIND_TYPES = {"str": "string", "num": "number", "int": "integer", "bool": "boolean"}
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -227,30 +233,57 @@ def _hint_schema(hint: Any, defs: dict[str, JSON]) -> JSON:
 
 
 def _record_schema(cls: type[Record], defs: dict[str, JSON]) -> JSON:
-    """An evidence record: every key optional, unknown keys allowed (kept in ``extra``)."""
-    hints = typing.get_type_hints(cls)
+    """An evidence record: every key optional, unknown keys allowed (kept in ``extra``).
+
+    The key types are pydantic's JSON Schema of the record (the validator its reader uses, so
+    the two cannot disagree), written in this file's plain style.
+    """
+    generated = record_json_schema(cls)
+    records = _records_by_name()
     docs = _field_docs(cls)
     properties = {}
-    for name, (kind, item, default) in cls._schema().items():
-        if kind == "map":
-            value = typing.get_args(_drop_none(hints[name]))[1]
-            spec: JSON = _object_of(value, lambda v: _hint_schema(v, defs))
-        elif kind.endswith("s"):
-            inner = _ref(item, defs) if item is not None else {"type": _KIND_TYPES[kind[:-1]]}
-            spec = {"type": "array", "items": inner}
-        elif kind == "rec":
-            assert item is not None
-            spec = _ref(item, defs)
-        else:
-            spec = {"type": _KIND_TYPES[kind]}
+    for name in record_keys(cls):
+        spec, nullable = _plain(generated["properties"][name], records, defs)
         spec.update(CONSTRAINTS.get((cls, name), {}))
-        if default is None:  # the reader takes JSON null for fields that default to None
-            spec = _nullable(spec)
-        properties[name] = _described(spec, docs.get(name))
+        properties[name] = _described(_nullable(spec) if nullable else spec, docs.get(name))
     return _described(
         {"type": "object", "properties": properties, "additionalProperties": True},
         _class_doc(cls),
     )
+
+
+def _plain(
+    spec: JSON, records: Mapping[str, type[Record]], defs: dict[str, JSON]
+) -> tuple[JSON, bool]:
+    """``(schema, admits null)`` of a property of pydantic's schema: no titles or defaults,
+    ``integer | number`` as ``number``, records by reference to their definition here."""
+    if "$ref" in spec:
+        return _ref(records[spec["$ref"].rsplit("/", 1)[-1]], defs), False
+    if "anyOf" in spec:
+        options = [o for o in spec["anyOf"] if o.get("type") != "null"]
+        nullable = len(options) < len(spec["anyOf"])
+        if {o.get("type") for o in options} == {"integer", "number"}:
+            return {"type": "number"}, nullable
+        (option,) = options
+        return _plain(option, records, defs)[0], nullable
+    kind = spec["type"]
+    if kind == "array":
+        return {"type": "array", "items": _plain(spec["items"], records, defs)[0]}, False
+    values = spec.get("additionalProperties")
+    if kind == "object" and isinstance(values, dict):
+        return {"type": "object", "additionalProperties": _plain(values, records, defs)[0]}, False
+    return {"type": kind}, False  # a scalar, or an object of anything
+
+
+def _records_by_name() -> dict[str, type[Record]]:
+    """Every record class by name (pydantic's ``$defs`` names them so)."""
+    found: dict[str, type[Record]] = {}
+    todo = [Record]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
 
 
 def _ref(cls: type, defs: dict[str, JSON]) -> JSON:
@@ -276,11 +309,6 @@ def _nullable(spec: JSON) -> JSON:
     if isinstance(kind, str) and (kind != "array" or "items" not in spec):
         return {**spec, "type": [kind, "null"]}
     return {"oneOf": [{"type": "null"}, spec]}
-
-
-def _drop_none(hint: Any) -> Any:
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if typing.get_origin(hint) in (types.UnionType, typing.Union) else hint
 
 
 def _def_name(cls: type) -> str:
