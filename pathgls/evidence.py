@@ -17,8 +17,10 @@ Reading is strict about types and lenient about presence:
 :meth:`Record.to_dict` gives back the JSON a record was read from (absent keys stay absent,
 unknown keys come back). A record built in code writes every field except the optional ones
 left empty (``map`` of grounding without a kept heat map, ``k`` of logic without pairs, ...).
-The JSON shapes are documented in ``pathgls/resources/scorecard.schema.json``, generated from
-these records by ``python -m pathgls.schema``: a field's comment (on its line, or the comment
+The records' type hints are the one statement of the shapes: pydantic reads the JSON by them
+(one validator per record type and process, built on the first read; ``import pathgls`` does not
+import pydantic), and ``pathgls/resources/scorecard.schema.json`` is pydantic's JSON Schema of
+them, written by ``python -m pathgls.schema``: a field's comment (on its line, or the comment
 lines right above it) is its description there.
 """
 

@@ -13,8 +13,9 @@ Where each part of the schema comes from:
 
 - **types**: the type hints. Card dataclasses (``ScoreCard``, ``ModuleScore``, ``GateDecision``,
   ``Report``) by their hints (``Literal`` gives an enum, ``X | None`` admits null); evidence records
-  by :meth:`~pathgls.evidence.Record._schema`, the same reflection their reader uses, so the
-  schema and :meth:`~pathgls.evidence.Record.from_dict` cannot disagree on a key's type;
+  by pydantic's JSON Schema of them (:func:`~pathgls.evidence.record_json_schema`), made from the
+  validator their reader uses, so the schema and :meth:`~pathgls.evidence.Record.from_dict`
+  cannot disagree on a key's type;
 - **presence**: every card-dataclass field is required (``to_dict`` writes them all) and no
   other key is allowed (``from_dict`` rejects unknown keys); evidence keys are all optional and
   unknown ones allowed (records read absent keys as defaults and keep unknown ones);
