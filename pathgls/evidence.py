@@ -56,7 +56,7 @@ _EXPECTED = {
 }
 _PLURAL = {"string": "strings", "number": "numbers", "integer": "integers", "object": "objects"}
 #: pydantic-core schema types read strictly, as JSON holds them (no "3" for 3, no 1 for true).
-_STRICT = frozenset({"str", "int", "float", "bool"})
+_STRICT = frozenset({"str", "int", "float", "bool", "list"})
 #: Record fields that are not JSON keys.
 _NOT_KEYS = frozenset({"extra", "_keys"})
 # per record type and process: its JSON keys, pydantic validator and JSON Schema
@@ -207,22 +207,28 @@ def _record_schema(cls: type[Record], inner: CoreSchema) -> CoreSchema:
     # the wrapper takes the dataclass's ref: a record used twice in a record is read both times
     core = dict(inner)
     ref = core.pop("ref", None)
-    return cs.no_info_wrap_validator_function(read, _as_json(core), ref=ref)
+    return cs.no_info_wrap_validator_function(read, read_as_json(core), ref=ref)
 
 
-def _as_json(node: Any) -> Any:
-    """pydantic's (lax) schema reading what JSON holds: scalars strictly, a list for a tuple."""
+def read_as_json(node: Any) -> Any:
+    """pydantic's (lax) core schema ``node`` reading what JSON holds, as the readers always have:
+    scalars strictly (no "3" for 3, no 1 for true), a list (or tuple) for a tuple, and a
+    ``float`` field an integer too, kept an integer (a card written with 1 is read back as 1)."""
     if isinstance(node, list):
-        return [_as_json(n) for n in node]
+        return [read_as_json(n) for n in node]
     if not isinstance(node, dict):
         return node
-    node = {k: _as_json(v) for k, v in node.items()}
-    if node.get("type") in _STRICT:
+    node = {k: read_as_json(v) for k, v in node.items()}
+    kind, fresh = node.get("type"), "strict" not in node  # not fresh: made so already
+    if kind in _STRICT:
         node["strict"] = True
-    if node.get("type") == "tuple":  # lax, a tuple also reads sets and generators: not JSON
-        from pydantic_core import core_schema as cs
+    from pydantic_core import core_schema as cs
 
+    if kind == "tuple" and fresh:  # lax, a tuple also reads sets and generators: not JSON
+        node["strict"] = False
         return cs.no_info_before_validator_function(_list, node)
+    if kind == "float" and fresh:  # strict, pydantic turns 1 into 1.0
+        return cs.union_schema([cs.int_schema(strict=True), node])
     return node
 
 
@@ -241,12 +247,39 @@ def _evidence_error(cls: type[Record], where: str, error: ValidationError) -> Ev
     defs = schema.get("$defs", {})
     node: JSON = schema
     for part in first["loc"]:  # keys and list indices, then pydantic's union tags (int, ...)
-        inner = _step(_resolved(node, defs), part)
+        inner = json_schema_node(node, part, defs)
         if inner is None:
             break
         node = inner
         where += f"[{part}]" if isinstance(part, int) else f".{part}"
     return EvidenceError(f"{where}: expected {_expected(node, defs)}, got {_short(first['input'])}")
+
+
+def json_schema_node(node: JSON, part: str | int, defs: JSON) -> JSON | None:
+    """The schema of key or index ``part`` of what JSON Schema ``node`` describes (None: not a
+    key or index of it, e.g. one of pydantic's union tags in an error's location)."""
+    node = _resolved(node, defs)
+    if isinstance(part, int):
+        return node.get("items") if node.get("type") == "array" else None
+    if part in node.get("properties", {}):
+        return node["properties"][part]
+    values = node.get("additionalProperties")
+    return values if isinstance(values, dict) and "properties" not in node else None
+
+
+def json_types(node: JSON, defs: JSON) -> tuple[set[str], list[Any]]:
+    """``(JSON types, enum)`` that schema ``node`` admits (``null`` among them when it does)."""
+    if "$ref" in node:
+        return json_types(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:
+        kinds: set[str] = set()
+        enum: list[Any] = []
+        for option in node["anyOf"]:
+            k, e = json_types(option, defs)
+            kinds |= k
+            enum += e
+        return kinds, enum
+    return {node.get("type", "object")}, list(node.get("enum", []))
 
 
 def _resolved(node: JSON, defs: JSON) -> JSON:
@@ -257,27 +290,13 @@ def _resolved(node: JSON, defs: JSON) -> JSON:
     return _resolved(options[0], defs) if len(options) == 1 else node
 
 
-def _step(node: JSON, part: str | int) -> JSON | None:
-    if isinstance(part, int):
-        return node.get("items") if node.get("type") == "array" else None
-    if part in node.get("properties", {}):
-        return node["properties"][part]
-    values = node.get("additionalProperties")
-    return values if isinstance(values, dict) and "properties" not in node else None
-
-
-def _types(node: JSON) -> set[str]:
-    options = node.get("anyOf", [node])
-    return {o.get("type", "object") for o in options} - {"null"}
-
-
 def _expected(node: JSON, defs: JSON) -> str:
     node = _resolved(node, defs)
-    kinds = _types(node)
+    kinds = json_types(node, defs)[0] - {"null"}
     if kinds == {"integer", "number"}:
         return "a number"
     if kinds == {"array"}:
-        items = _types(_resolved(node.get("items", {}), defs))
+        items = json_types(node.get("items", {}), defs)[0] - {"null"}
         item = "number" if items == {"integer", "number"} else next(iter(items), "object")
         return f"a list of {_PLURAL.get(item, item + 's')}"
     kind = next(iter(kinds), "object") if len(kinds) == 1 else "object"

@@ -319,6 +319,23 @@ def test_bad_cards_raise_a_scorecard_error_naming_the_key(data: object, message:
         ScoreCard.from_dict(data)  # type: ignore[arg-type]
 
 
+def test_cards_read_back_exactly_and_their_numbers_as_the_schema_says() -> None:
+    """An integer score or timing stays an integer (the card's JSON is the same after a read);
+    timings and thresholds hold numbers, as the schema says (the reader before pydantic took any
+    value there)."""
+    data = _set("modules.logic.value", 1)
+    data["timings"] = {"total": 3, "logic": 0.5}
+    card = ScoreCard.from_dict(data)
+    assert card.to_dict() == data and card.to_json() == json.dumps(data, indent=2)
+    assert type(card.modules["logic"].value) is int and type(card.timings["total"]) is int
+    for path, message in [
+        ("timings.total", "timings.total: expected a number, got 'slow'"),
+        ("decision.thresholds.deploy", "decision.thresholds.deploy: expected a number, got"),
+    ]:
+        with pytest.raises(ScoreCardError, match=re.escape(message)):
+            ScoreCard.from_dict(_set(path, "slow"))
+
+
 def test_a_missing_module_needs_its_reason() -> None:
     data = _set("modules.logic.value", None)
     with pytest.raises(
