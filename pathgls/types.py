@@ -4,8 +4,8 @@ All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard r
 through JSON exactly. ``from_dict`` reads by the type hints through pydantic (imported on the
 first read, never at ``import pathgls``), and ``pathgls/resources/scorecard.schema.json`` is
 pydantic's JSON Schema of the same dataclasses, written by ``python -m pathgls.schema`` (a
-field's comment is its description). A module
-that could not run carries ``value=None`` and a ``missing_reason`` — never an invented number.
+field's comment is its description). A module that could not run carries ``value=None`` and a
+``missing_reason`` — never an invented number.
 Each module's evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
 """
 
