@@ -17,8 +17,10 @@ Reading is strict about types and lenient about presence:
 :meth:`Record.to_dict` gives back the JSON a record was read from (absent keys stay absent,
 unknown keys come back). A record built in code writes every field except the optional ones
 left empty (``map`` of grounding without a kept heat map, ``k`` of logic without pairs, ...).
-The JSON shapes are documented in ``pathgls/resources/scorecard.schema.json``, generated from
-these records by ``python -m pathgls.schema``: a field's comment (on its line, or the comment
+The records' type hints are the one statement of the shapes: pydantic reads the JSON by them
+(one validator per record type and process, built on the first read; ``import pathgls`` does not
+import pydantic), and ``pathgls/resources/scorecard.schema.json`` is pydantic's JSON Schema of
+them, written by ``python -m pathgls.schema``: a field's comment (on its line, or the comment
 lines right above it) is its description there.
 """
 
@@ -26,91 +28,46 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import math
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pathgls.errors import EvidenceError
 from pathgls.numeric import finite
 
+if TYPE_CHECKING:  # pydantic is imported on the first read, never at ``import pathgls``
+    from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
+
 Number = int | float
 Role = Literal["aug", "attack"]
 R = TypeVar("R", bound="Record")
+JSON = dict[str, Any]
 
+#: A JSON Schema type as an error message says it ("expected a number, got 'high'").
 _EXPECTED = {
-    "str": "a string",
-    "num": "a number",
-    "int": "an integer",
-    "bool": "true or false",
-    "strs": "a list of strings",
-    "nums": "a list of numbers",
-    "rec": "an object",
-    "recs": "a list of objects",
-    "map": "an object",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "object": "an object",
 }
-
-
-def _kind(hint: Any) -> tuple[str, type[Record] | None]:
-    """``(kind, record type)`` of a field's type hint (``X | None`` reads as ``X``)."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) in (types.UnionType, typing.Union):
-        if set(args) == {int, float}:
-            return "num", None
-        (hint,) = args
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        inner, item = _kind(typing.get_args(hint)[0])
-        return inner + "s", item
-    if origin is Mapping or hint is Mapping:
-        return "map", None
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return "rec", hint
-    names = {str: "str", bool: "bool", int: "int"}
-    if hint in names:
-        return names[hint], None
-    raise TypeError(f"evidence records cannot hold {hint!r}")
+_PLURAL = {"string": "strings", "number": "numbers", "integer": "integers", "object": "objects"}
+#: pydantic-core schema types read strictly, as JSON holds them (no "3" for 3, no 1 for true).
+_STRICT = frozenset({"str", "int", "float", "bool", "list"})
+#: Record fields that are not JSON keys.
+_NOT_KEYS = frozenset({"extra", "_keys"})
+# per record type and process: its JSON keys, pydantic validator and JSON Schema
+_KEYS: dict[type, tuple[str, ...]] = {}
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+_SCHEMAS: dict[type, JSON] = {}
 
 
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _scalar(kind: str, value: Any, where: str) -> Any:
-    if kind == "str":
-        ok = isinstance(value, str)
-    elif kind == "bool":
-        ok = isinstance(value, bool)
-    elif kind == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok:
-        raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
-    return value
-
-
-def _parse(value: Any, kind: str, item: type[Record] | None, where: str) -> Any:
-    if kind in ("str", "num", "int", "bool"):
-        return _scalar(kind, value, where)
-    if kind == "map":
-        if not isinstance(value, Mapping):
-            raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
-        return copy.deepcopy(dict(value))
-    if kind == "rec":
-        assert item is not None
-        return item.from_dict(value, where=where)
-    if not isinstance(value, list | tuple):
-        raise EvidenceError(f"{where}: expected {_EXPECTED[kind]}, got {_short(value)}")
-    if kind == "recs":
-        assert item is not None
-        return tuple(item.from_dict(v, where=f"{where}[{i}]") for i, v in enumerate(value))
-    return tuple(_scalar(kind[:-1], v, f"{where}[{i}]") for i, v in enumerate(value))
 
 
 def _dump(value: Any) -> Any:
@@ -135,9 +92,11 @@ class Record:
 
     A subclass declares plain typed fields with defaults; each field is one JSON key of the
     same name. The type hint says what the key holds (``str``, ``bool``, ``int``,
-    ``Number``, a :class:`Record`, ``tuple[...]`` of those for a list, ``Mapping`` for JSON
-    kept as is); a ``None`` default also admits JSON null. ``OPTIONAL`` names the fields a
-    record built in code leaves out of its JSON while they are ``None`` or empty.
+    ``Number``, a :class:`Record`, ``tuple[...]`` of those for a list, ``Mapping`` for a JSON
+    object); a ``None`` default also admits JSON null. pydantic reads the JSON by these hints
+    (:meth:`from_dict`) and writes the JSON Schema from them (:mod:`pathgls.schema`).
+    ``OPTIONAL`` names the fields a record built in code leaves out of its JSON while they are
+    ``None`` or empty.
     """
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset()
@@ -150,18 +109,11 @@ class Record:
     def __post_init__(self) -> None:
         if not isinstance(self.extra, Mapping):
             raise EvidenceError(f"{type(self).__name__}.extra must be a mapping")
-        clash = sorted(set(self.extra) & set(self._schema()))
+        clash = sorted(set(self.extra) & set(record_keys(type(self))))
         if clash:
             raise EvidenceError(
                 f"{type(self).__name__}.extra repeats the field(s) {', '.join(clash)}"
             )
-
-    @classmethod
-    def _schema(cls) -> Mapping[str, tuple[str, type[Record] | None, Any]]:
-        """``{field: (kind, record type, default)}`` of the record's JSON keys."""
-        # functools.cache types its arguments as Hashable; mypy reads the class's __hash__ = None
-        # (an eq dataclass's instances are unhashable) as the class object's own
-        return _schema_of(cls)  # type: ignore[arg-type]
 
     @classmethod
     def _label(cls) -> str:
@@ -181,23 +133,24 @@ class Record:
         where = where or cls._label()
         if not isinstance(data, Mapping):
             raise EvidenceError(f"{where}: expected an object, got {_short(data)}")
-        schema = cls._schema()
-        values = {
-            name: None
-            if data[name] is None and default is None
-            else _parse(data[name], kind, item, f"{where}.{name}")
-            for name, (kind, item, default) in schema.items()
-            if name in data
-        }
-        extra = {str(k): copy.deepcopy(v) for k, v in data.items() if k not in schema}
-        record = cls(**values, extra=extra)
-        object.__setattr__(record, "_keys", frozenset(values))
+        from pydantic import ValidationError
+
+        try:  # a copy: the record shares nothing with the JSON it was read from
+            record: R = _adapter(cls).validate_python(copy.deepcopy(dict(data)))
+        except ValidationError as e:
+            raise _evidence_error(cls, where, e) from e
         return record
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """pydantic's reader of the record: its dataclass schema, read as JSON, and the keys
+        it does not know kept in ``extra``."""
+        return _record_schema(cls, handler(source))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the record (a new, independent dict)."""
         out: dict[str, Any] = {}
-        for name in self._schema():
+        for name in record_keys(type(self)):
             value = getattr(self, name)
             if self._keys is not None:
                 if name not in self._keys:
@@ -209,17 +162,145 @@ class Record:
         return out
 
 
-@functools.cache
-def _schema_of(cls: type[Record]) -> Mapping[str, tuple[str, type[Record] | None, Any]]:
-    # a pure function of the class, memoised: resolving type hints is slow
-    hints = typing.get_type_hints(cls)
-    return MappingProxyType(
-        {
-            f.name: (*_kind(hints[f.name]), f.default)
-            for f in dataclasses.fields(cls)
-            if f.name not in ("extra", "_keys")
-        }
-    )
+def record_keys(cls: type[Record]) -> tuple[str, ...]:
+    """The record's JSON keys: its fields, in order."""
+    if cls not in _KEYS:
+        _KEYS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NOT_KEYS)
+    return _KEYS[cls]
+
+
+# --- reading through pydantic -----------------------------------------------------------------
+
+
+def _adapter(cls: type[Record]) -> TypeAdapter[Any]:
+    """One pydantic validator per record type and process (built on its first read)."""
+    if cls not in _ADAPTERS:
+        from pydantic import TypeAdapter
+
+        _ADAPTERS[cls] = TypeAdapter(cls)
+    return _ADAPTERS[cls]
+
+
+def record_json_schema(cls: type[Record]) -> JSON:
+    """pydantic's JSON Schema of ``cls`` (records it holds in ``$defs``, by class name)."""
+    if cls not in _SCHEMAS:
+        _SCHEMAS[cls] = _adapter(cls).json_schema()
+    return _SCHEMAS[cls]
+
+
+def _record_schema(cls: type[Record], inner: CoreSchema) -> CoreSchema:
+    from pydantic_core import PydanticCustomError
+    from pydantic_core import core_schema as cs
+
+    keys = frozenset(record_keys(cls))
+
+    def read(data: Any, validate: cs.ValidatorFunctionWrapHandler) -> Record:
+        if not isinstance(data, Mapping):
+            raise PydanticCustomError("object_type", "expected an object")
+        known = {k: v for k, v in data.items() if k in keys}
+        record = validate(known)
+        extra = {str(k): v for k, v in data.items() if k not in keys}
+        object.__setattr__(record, "extra", extra)
+        object.__setattr__(record, "_keys", frozenset(known))
+        return record
+
+    # the wrapper takes the dataclass's ref: a record used twice in a record is read both times
+    core = dict(inner)
+    ref = core.pop("ref", None)
+    return cs.no_info_wrap_validator_function(read, read_as_json(core), ref=ref)
+
+
+def read_as_json(node: Any) -> Any:
+    """pydantic's (lax) core schema ``node`` reading what JSON holds, as the readers always have:
+    scalars strictly (no "3" for 3, no 1 for true), a list (or tuple) for a tuple, and a
+    ``float`` field an integer too, kept an integer (a card written with 1 is read back as 1)."""
+    if isinstance(node, list):
+        return [read_as_json(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: read_as_json(v) for k, v in node.items()}
+    kind, fresh = node.get("type"), "strict" not in node  # not fresh: made so already
+    if kind in _STRICT:
+        node["strict"] = True
+    from pydantic_core import core_schema as cs
+
+    if kind == "tuple" and fresh:  # lax, a tuple also reads sets and generators: not JSON
+        node["strict"] = False
+        return cs.no_info_before_validator_function(_list, node)
+    if kind == "float" and fresh:  # strict, pydantic turns 1 into 1.0
+        return cs.union_schema([cs.int_schema(strict=True), node])
+    return node
+
+
+def _list(value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        from pydantic_core import PydanticCustomError
+
+        raise PydanticCustomError("list_type", "expected a list")
+    return value
+
+
+def _evidence_error(cls: type[Record], where: str, error: ValidationError) -> EvidenceError:
+    """The first of pydantic's errors, said as the path of the key and what it should hold."""
+    first = error.errors(include_url=False)[0]
+    schema = record_json_schema(cls)
+    defs = schema.get("$defs", {})
+    node: JSON = schema
+    for part in first["loc"]:  # keys and list indices, then pydantic's union tags (int, ...)
+        inner = json_schema_node(node, part, defs)
+        if inner is None:
+            break
+        node = inner
+        where += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return EvidenceError(f"{where}: expected {_expected(node, defs)}, got {_short(first['input'])}")
+
+
+def json_schema_node(node: JSON, part: str | int, defs: JSON) -> JSON | None:
+    """The schema of key or index ``part`` of what JSON Schema ``node`` describes (None: not a
+    key or index of it, e.g. one of pydantic's union tags in an error's location)."""
+    node = _resolved(node, defs)
+    if isinstance(part, int):
+        return node.get("items") if node.get("type") == "array" else None
+    if part in node.get("properties", {}):
+        return node["properties"][part]
+    values = node.get("additionalProperties")
+    return values if isinstance(values, dict) and "properties" not in node else None
+
+
+def json_types(node: JSON, defs: JSON) -> tuple[set[str], list[Any]]:
+    """``(JSON types, enum)`` that schema ``node`` admits (``null`` among them when it does)."""
+    if "$ref" in node:
+        return json_types(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:
+        kinds: set[str] = set()
+        enum: list[Any] = []
+        for option in node["anyOf"]:
+            k, e = json_types(option, defs)
+            kinds |= k
+            enum += e
+        return kinds, enum
+    return {node.get("type", "object")}, list(node.get("enum", []))
+
+
+def _resolved(node: JSON, defs: JSON) -> JSON:
+    """``node`` with its ``$ref`` followed and a nullable ``anyOf`` read as its non-null type."""
+    if "$ref" in node:
+        return _resolved(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    options = [o for o in node.get("anyOf", ()) if o.get("type") != "null"]
+    return _resolved(options[0], defs) if len(options) == 1 else node
+
+
+def _expected(node: JSON, defs: JSON) -> str:
+    node = _resolved(node, defs)
+    kinds = json_types(node, defs)[0] - {"null"}
+    if kinds == {"integer", "number"}:
+        return "a number"
+    if kinds == {"array"}:
+        items = json_types(node.get("items", {}), defs)[0] - {"null"}
+        item = "number" if items == {"integer", "number"} else next(iter(items), "object")
+        return f"a list of {_PLURAL.get(item, item + 's')}"
+    kind = next(iter(kinds), "object") if len(kinds) == 1 else "object"
+    return _EXPECTED.get(kind, f"a valid {kind}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,16 +11,17 @@ field of a card dataclass (:mod:`pathgls.types`) or of an evidence record
 
 Where each part of the schema comes from:
 
-- **types**: the type hints. Card dataclasses (``ScoreCard``, ``ModuleScore``, ``GateDecision``,
-  ``Report``) by their hints (``Literal`` gives an enum, ``X | None`` admits null); evidence records
-  by :meth:`~pathgls.evidence.Record._schema`, the same reflection their reader uses, so the
-  schema and :meth:`~pathgls.evidence.Record.from_dict` cannot disagree on a key's type;
+- **types**: pydantic's JSON Schema of the card dataclasses (``ScoreCard``, ``ModuleScore``,
+  ``GateDecision``, ``Report``: :func:`~pathgls.types.card_json_schema`) and of the evidence
+  records (:func:`~pathgls.evidence.record_json_schema`), made from the validators their readers
+  use, so the schema and ``from_dict`` cannot disagree on a key's type; written here in a plain
+  style (no titles or defaults, ``integer | number`` as ``number``, null in the type list);
 - **presence**: every card-dataclass field is required (``to_dict`` writes them all) and no
   other key is allowed (``from_dict`` rejects unknown keys); evidence keys are all optional and
   unknown ones allowed (records read absent keys as defaults and keep unknown ones);
 - **descriptions**: a class's docstring (first paragraph) and a field's source comment (on its
   line, or the comment lines right above it);
-- **the rest**: what no hint can say, and the readers check by hand, is in :data:`CONSTRAINTS`
+- **the rest**: what no type can say, and the readers check beside it, is in :data:`CONSTRAINTS`
   and :func:`_card_rules` below, each with the check it mirrors.
 
 Core floor: imports :mod:`pathgls.types` and :mod:`pathgls.evidence` only; nothing at runtime
@@ -38,14 +39,28 @@ import re
 import sys
 import textwrap
 import tokenize
-import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pathgls.evidence import EVIDENCE_TYPES, GroundedEntity, Record, TopPatch
-from pathgls.types import SCORECARD_VERSION, CardInputs, ModuleScore, ScoreCard
+from pathgls.evidence import (
+    EVIDENCE_TYPES,
+    GroundedEntity,
+    Record,
+    TopPatch,
+    record_json_schema,
+    record_keys,
+)
+from pathgls.types import (
+    SCORECARD_VERSION,
+    CardInputs,
+    GateDecision,
+    ModuleScore,
+    Report,
+    ScoreCard,
+    card_json_schema,
+)
 
 #: The shipped schema this module writes.
 SCHEMA_PATH = Path(__file__).resolve().parent / "resources" / "scorecard.schema.json"
@@ -83,9 +98,6 @@ CONSTRAINTS: Mapping[tuple[type, str], JSON] = {
 }
 #: Card-dataclass fields a reader accepts absent (cards written before the field existed).
 NOT_REQUIRED: frozenset[tuple[type, str]] = frozenset({(ModuleScore, "random_weights")})
-
-_KIND_TYPES = {"str": "string", "num": "number", "int": "integer", "bool": "boolean"}
-_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def scorecard_schema() -> JSON:
@@ -145,12 +157,18 @@ def _known_modules(defs: dict[str, JSON]) -> JSON:
 
 
 def _dataclass_schema(cls: type, defs: dict[str, JSON]) -> JSON:
-    """A card dataclass: every field required, no other key."""
-    hints = typing.get_type_hints(cls)
+    """A card dataclass: every field required, no other key (types: pydantic's schema)."""
+    generated = card_json_schema(cls)
     docs = _field_docs(cls)
     properties = {}
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        spec = {**_hint_schema(hints[f.name], defs), **CONSTRAINTS.get((cls, f.name), {})}
+        if typing.is_typeddict(hints[f.name]):  # ScoreCard.inputs: read as any object
+            spec = _typeddict_schema(hints[f.name], defs)
+        else:
+            spec, nullable = _plain(generated["properties"][f.name], defs)
+            spec = _nullable(spec) if nullable else spec
+        spec.update(CONSTRAINTS.get((cls, f.name), {}))
         properties[f.name] = _described(spec, docs.get(f.name))
     required = [f.name for f in dataclasses.fields(cls) if (cls, f.name) not in NOT_REQUIRED]
     return _described(
@@ -164,69 +182,86 @@ def _dataclass_schema(cls: type, defs: dict[str, JSON]) -> JSON:
     )
 
 
-def _hint_schema(hint: Any, defs: dict[str, JSON]) -> JSON:
-    """Schema of a card dataclass field's type hint."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union) and type(None) in args:
-        (inner,) = (a for a in args if a is not type(None))
-        return _nullable(_hint_schema(inner, defs))
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if hint in _SCALARS:
-        return {"type": _SCALARS[hint]}
-    if origin is list:
-        return {"type": "array", "items": _hint_schema(args[0], defs)}
-    if origin is dict:
-        key, value = args
-        if key is not str:
-            raise TypeError(f"a JSON object's keys are strings, not {key!r}")
-        return _object_of(value, lambda v: _hint_schema(v, defs))
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return _ref(hint, defs)
-    if typing.is_typeddict(hint):
-        return _typeddict_schema(hint, defs)
-    raise TypeError(f"no JSON Schema for the type hint {hint!r}")
-
-
 def _typeddict_schema(cls: type, defs: dict[str, JSON]) -> JSON:
-    """A TypedDict (:class:`~pathgls.types.CardInputs`): its keys typed and described, none
-    required, other keys allowed (readers keep them)."""
-    hints = typing.get_type_hints(cls)
+    """A TypedDict (:class:`~pathgls.types.CardInputs`): its keys typed (pydantic's schema of
+    each key's hint) and described, none required, other keys allowed (readers keep them)."""
     docs = _field_docs(cls)
-    properties = {
-        name: _described(
-            {**_hint_schema(hint, defs), **CONSTRAINTS.get((cls, name), {})}, docs.get(name)
-        )
-        for name, hint in hints.items()
-    }
+    properties = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        spec, nullable = _plain(_hint_json_schema(hint), defs)
+        spec = _nullable(spec) if nullable else spec
+        spec.update(CONSTRAINTS.get((cls, name), {}))
+        properties[name] = _described(spec, docs.get(name))
     return {"type": "object", "properties": properties}
 
 
+def _hint_json_schema(hint: Any) -> JSON:
+    """pydantic's JSON Schema of one type hint (a key of a TypedDict)."""
+    from pydantic import TypeAdapter
+
+    schema: JSON = TypeAdapter(hint).json_schema()
+    return schema
+
+
 def _record_schema(cls: type[Record], defs: dict[str, JSON]) -> JSON:
-    """An evidence record: every key optional, unknown keys allowed (kept in ``extra``)."""
-    hints = typing.get_type_hints(cls)
+    """An evidence record: every key optional, unknown keys allowed (kept in ``extra``).
+
+    The key types are pydantic's JSON Schema of the record (the validator its reader uses, so
+    the two cannot disagree), written in this file's plain style.
+    """
+    generated = record_json_schema(cls)
     docs = _field_docs(cls)
     properties = {}
-    for name, (kind, item, default) in cls._schema().items():
-        if kind == "map":
-            value = typing.get_args(_drop_none(hints[name]))[1]
-            spec: JSON = _object_of(value, lambda v: _hint_schema(v, defs))
-        elif kind.endswith("s"):
-            inner = _ref(item, defs) if item is not None else {"type": _KIND_TYPES[kind[:-1]]}
-            spec = {"type": "array", "items": inner}
-        elif kind == "rec":
-            assert item is not None
-            spec = _ref(item, defs)
-        else:
-            spec = {"type": _KIND_TYPES[kind]}
+    for name in record_keys(cls):
+        spec, nullable = _plain(generated["properties"][name], defs)
         spec.update(CONSTRAINTS.get((cls, name), {}))
-        if default is None:  # the reader takes JSON null for fields that default to None
-            spec = _nullable(spec)
-        properties[name] = _described(spec, docs.get(name))
+        properties[name] = _described(_nullable(spec) if nullable else spec, docs.get(name))
     return _described(
         {"type": "object", "properties": properties, "additionalProperties": True},
         _class_doc(cls),
     )
+
+
+def _plain(spec: JSON, defs: dict[str, JSON]) -> tuple[JSON, bool]:
+    """``(schema, admits null)`` of a property of pydantic's schema: no titles or defaults,
+    ``integer | number`` as ``number``, classes by reference to their definition here."""
+    if "$ref" in spec:
+        return _ref(_classes_by_name()[spec["$ref"].rsplit("/", 1)[-1]], defs), False
+    if "anyOf" in spec:
+        options = _options(spec)
+        nullable = {"type": "null"} in options
+        options = [o for o in options if o != {"type": "null"}]
+        if {o.get("type") for o in options} == {"integer", "number"}:
+            return {"type": "number"}, nullable
+        (option,) = options
+        return _plain(option, defs)[0], nullable
+    if "enum" in spec:
+        return {"enum": spec["enum"]}, False
+    kind = spec["type"]
+    if kind == "array":
+        return {"type": "array", "items": _plain(spec["items"], defs)[0]}, False
+    values = spec.get("additionalProperties")
+    if kind == "object" and isinstance(values, dict):
+        return {"type": "object", "additionalProperties": _plain(values, defs)[0]}, False
+    return {"type": kind}, False  # a scalar, or an object of anything
+
+
+def _options(spec: JSON) -> list[JSON]:
+    """The members of an ``anyOf``, nested ones flattened (and stripped of titles)."""
+    if "anyOf" not in spec:
+        return [{k: v for k, v in spec.items() if k not in ("title", "default")}]
+    return [o for option in spec["anyOf"] for o in _options(option)]
+
+
+def _classes_by_name() -> dict[str, type]:
+    """The card dataclasses and every record class by name (pydantic's ``$defs`` names them so)."""
+    found: dict[str, type] = {c.__name__: c for c in (ScoreCard, ModuleScore, GateDecision, Report)}
+    todo: list[type[Record]] = [Record]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
 
 
 def _ref(cls: type, defs: dict[str, JSON]) -> JSON:
@@ -239,24 +274,12 @@ def _ref(cls: type, defs: dict[str, JSON]) -> JSON:
     return {"$ref": f"#/$defs/{name}"}
 
 
-def _object_of(value: Any, schema_of: Callable[[Any], JSON]) -> JSON:
-    """A JSON object whose values have type ``value`` (``Any``: anything)."""
-    if value is Any:
-        return {"type": "object"}
-    return {"type": "object", "additionalProperties": schema_of(value)}
-
-
 def _nullable(spec: JSON) -> JSON:
     """``spec`` admitting null too (a list of types when it is a single type)."""
     kind = spec.get("type")
     if isinstance(kind, str) and (kind != "array" or "items" not in spec):
         return {**spec, "type": [kind, "null"]}
     return {"oneOf": [{"type": "null"}, spec]}
-
-
-def _drop_none(hint: Any) -> Any:
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if typing.get_origin(hint) in (types.UnionType, typing.Union) else hint
 
 
 def _def_name(cls: type) -> str:

@@ -1,9 +1,11 @@
 """Typed results shared by every module: reports, entities, scores, ScoreCards.
 
 All of them are dataclasses with ``to_dict``/``from_dict`` so that a ScoreCard round-trips
-through JSON exactly (schema: ``pathgls/resources/scorecard.schema.json``, generated from these
-dataclasses by ``python -m pathgls.schema``: a field's comment is its description). A module
-that could not run carries ``value=None`` and a ``missing_reason`` — never an invented number.
+through JSON exactly. ``from_dict`` reads by the type hints through pydantic (imported on the
+first read, never at ``import pathgls``), and ``pathgls/resources/scorecard.schema.json`` is
+pydantic's JSON Schema of the same dataclasses, written by ``python -m pathgls.schema`` (a
+field's comment is its description). A module that could not run carries ``value=None`` and a
+``missing_reason`` — never an invented number.
 Each module's evidence is JSON in the card; its typed views live in :mod:`pathgls.evidence`.
 """
 
@@ -14,13 +16,16 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict, TypeVar, get_args
 
 from pathgls.errors import ScoreCardError
 from pathgls.jsontext import JSONTextError, loads_strict
 from pathgls.numeric import finite
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic is imported on the first card read, never at ``import pathgls``
+    from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
+
     from pathgls.evidence import ModuleEvidence
 
 EntityType = str  # e.g. "pathological_diagnosis", "ihc_marker", "grade" (see pathgls.text)
@@ -35,6 +40,7 @@ ROUTES: tuple[Route, ...] = get_args(Route)
 #: ``inputs``; :meth:`ScoreCard.from_dict` still reads it).
 SCORECARD_VERSION = 2
 E = TypeVar("E", bound="ModuleEvidence")
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ class Report:
     source: str = ""  # subject spec or file it came from
     warnings: list[str] = field(default_factory=list)  # problems met reading it (cleaning, ...)
 
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return _card_schema(cls, handler(source))
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -121,17 +131,6 @@ class ReportGraph:
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     scopes: list[Scope] = field(default_factory=list)  # per entity (empty: not inferred)
-
-
-def _fields_of(cls: type, data: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """``data`` as keyword arguments of dataclass ``cls``; unknown keys are an error."""
-    if not isinstance(data, Mapping):
-        raise ScoreCardError(f"{where}: expected an object, got {type(data).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(str(k) for k in data if k not in names)
-    if unknown:
-        raise ScoreCardError(f"{where}: unknown key(s) {', '.join(unknown)}")
-    return dict(data)
 
 
 def _check(ok: bool, where: str, expected: str, value: Any) -> None:
@@ -194,40 +193,11 @@ class ModuleScore:
         Raises:
             ScoreCardError: a key is unknown, missing or of the wrong type.
         """
-        d = _fields_of(cls, data, where)
-        for key in ("name", "value"):
-            if key not in d:
-                raise ScoreCardError(f"{where}: no {key!r}")
-        _check(isinstance(d["name"], str), f"{where}.name", "a string", d["name"])
-        v = d["value"]
-        number = isinstance(v, int | float) and not isinstance(v, bool)
-        _check(v is None or number, f"{where}.value", "a number or null", v)
-        if number and not math.isnan(v) and not 0.0 <= v <= 1.0:  # a hand-edited card
-            raise ScoreCardError(f"{where}.value is {v!r}, outside [0, 1]: not a module score")
-        reason = d.get("missing_reason")
-        _check(
-            reason is None or isinstance(reason, str), f"{where}.missing_reason", "a string", reason
-        )
-        _check(
-            isinstance(d.get("evidence", {}), dict),
-            f"{where}.evidence",
-            "an object",
-            d.get("evidence"),
-        )
-        _strings(d.get("warnings", []), f"{where}.warnings")
-        random = d.get("random_weights")
-        _check(
-            random is None or isinstance(random, bool),
-            f"{where}.random_weights",
-            "a boolean",
-            random,
-        )
-        if random is None:  # a card from before the flag: its warnings said so
-            d["random_weights"] = any(_RANDOM_MARK in w for w in d.get("warnings", []))
-        try:
-            return cls(**d)
-        except ValueError as e:
-            raise ScoreCardError(f"{where}: {e}") from e
+        return _read(cls, data, where)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return _card_schema(cls, handler(source))
 
 
 @dataclass
@@ -249,20 +219,28 @@ class GateDecision:
         Raises:
             ScoreCardError: a key is unknown or of the wrong type, or the route is unknown.
         """
-        d = _fields_of(cls, data, where)
-        _check(d.get("route") in ROUTES, f"{where}.route", " or ".join(ROUTES), d.get("route"))
-        _strings(d.get("reasons", []), f"{where}.reasons")
-        _check(
-            isinstance(d.get("thresholds", {}), dict),
-            f"{where}.thresholds",
-            "an object",
-            d.get("thresholds"),
-        )
-        return cls(**d)
+        return _read(cls, data, where)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return _card_schema(cls, handler(source))
 
 
 # keys of a version-1 card's ``inputs`` that version 2 made fields of the card
 _V1_INPUT_FIELDS = ("subject", "status")
+
+
+class _AnObject:
+    """pydantic reads the annotated field as a JSON object of anything: :class:`CardInputs`
+    names and describes the keys the runner writes (the schema carries them), and a reader keeps
+    every key as it is, other writers' too, as it always has."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        from pydantic_core import core_schema as cs
+
+        return cs.dict_schema(keys_schema=cs.str_schema(), values_schema=cs.any_schema())
 
 
 class CardInputs(TypedDict, total=False):
@@ -331,7 +309,7 @@ class ScoreCard:
     # missing); failed: no report was scored (unreadable slide, dead subject, ...).
     status: Status = "ok"
     # what went in (provenance: item, models, seeds, prompts); not status or subject
-    inputs: CardInputs = field(default_factory=lambda: CardInputs())
+    inputs: Annotated[CardInputs, _AnObject()] = field(default_factory=lambda: CardInputs())
     # reports by condition: original, stain, attack:<name>, reference
     reports: dict[str, Report] = field(default_factory=dict)
     modules: dict[str, ModuleScore] = field(default_factory=dict)  # module scores by name
@@ -442,34 +420,15 @@ class ScoreCard:
             )
         if version == 1:
             d = _from_v1(d)
-        d = _fields_of(cls, d, "ScoreCard")
-        reports = d.get("reports", {})
-        _check(isinstance(reports, dict), "reports", "an object", reports)
-        d["reports"] = {k: _report(v, f"reports.{k}") for k, v in reports.items()}
-        modules = d.get("modules", {})
-        _check(isinstance(modules, dict), "modules", "an object", modules)
-        d["modules"] = {
-            k: ModuleScore.from_dict(v, where=f"modules.{k}") for k, v in modules.items()
-        }
-        for k, m in d["modules"].items():
+        card = _read(cls, d, "")
+        for k, m in card.modules.items():
             if m.name != k:
                 raise ScoreCardError(f"modules.{k}: holds module {m.name!r}")
-        if d.get("decision") is not None:
-            d["decision"] = GateDecision.from_dict(d["decision"])
-        for key in ("warnings", "errors"):
-            _strings(d.get(key, []), key)
-        for key in ("inputs", "timings"):
-            _check(isinstance(d.get(key, {}), dict), key, "an object", d.get(key))
-        return cls(**d)
+        return card
 
-
-def _report(data: Any, where: str) -> Report:
-    d = _fields_of(Report, data, where)
-    _check(isinstance(d.get("text"), str), f"{where}.text", "a string", d.get("text"))
-    for key in ("condition", "source"):
-        _check(isinstance(d.get(key, ""), str), f"{where}.{key}", "a string", d.get(key))
-    _strings(d.get("warnings", []), f"{where}.warnings")
-    return Report(**d)
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return _card_schema(cls, handler(source))
 
 
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
@@ -492,3 +451,130 @@ def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
         status = "ok"
     d["status"] = status
     return d
+
+
+# --- reading cards through pydantic -----------------------------------------------------------
+
+#: Per card class and process: its pydantic validator and JSON Schema (built on the first read).
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+_SCHEMAS: dict[type, dict[str, Any]] = {}
+
+
+def _adapter(cls: type) -> TypeAdapter[Any]:
+    if cls not in _ADAPTERS:
+        from pydantic import TypeAdapter
+
+        _ADAPTERS[cls] = TypeAdapter(cls)
+    return _ADAPTERS[cls]
+
+
+def card_json_schema(cls: type) -> dict[str, Any]:
+    """pydantic's JSON Schema of card dataclass ``cls``: what its reader checks, by type."""
+    if cls not in _SCHEMAS:
+        _SCHEMAS[cls] = _adapter(cls).json_schema()
+    return _SCHEMAS[cls]
+
+
+def _read(cls: type[C], data: Any, where: str) -> C:
+    """``cls`` read from JSON ``data`` by pydantic; an error names the key below ``where``."""
+    from pydantic import ValidationError
+
+    try:
+        card: C = _adapter(cls).validate_python(data)
+    except ValidationError as e:
+        raise _card_error(cls, e, data, where) from e
+    return card
+
+
+def _card_schema(cls: type, inner: CoreSchema) -> CoreSchema:
+    """pydantic's reader of a card dataclass: its schema read as JSON, after the checks that
+    name the object (an object, no unknown key, a module's name and value present)."""
+    from pydantic_core import PydanticCustomError
+    from pydantic_core import core_schema as cs
+
+    from pathgls.evidence import read_as_json
+
+    names = frozenset(f.name for f in dataclasses.fields(cls))
+
+    def read(data: Any, validate: cs.ValidatorFunctionWrapHandler) -> Any:
+        if not isinstance(data, Mapping):
+            raise PydanticCustomError("object_type", "expected an object")
+        unknown = sorted(str(k) for k in data if k not in names)
+        if unknown:
+            raise _said(f"unknown key(s) {', '.join(unknown)}")
+        d = dict(data)
+        if cls is ModuleScore:
+            _module_in(d)
+        card = validate(d)
+        if cls is ModuleScore:
+            _module_out(card)
+        return card
+
+    core = dict(inner)
+    ref = core.pop("ref", None)  # the wrapper is the card's reader wherever it is used
+    return cs.no_info_wrap_validator_function(read, read_as_json(core), ref=ref)
+
+
+def _said(text: str, sep: str = ": ") -> Exception:
+    """An error said as is after the object's path (``modules.logic: no 'name'``)."""
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError("card", "{text}", {"text": text, "sep": sep})
+
+
+def _module_in(d: dict[str, Any]) -> None:
+    for key in ("name", "value"):
+        if key not in d:
+            raise _said(f"no {key!r}")
+    if d.get("random_weights") is None:  # a card from before the flag: its warnings said so
+        warnings = d.get("warnings", [])
+        said = isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)
+        d["random_weights"] = said and any(_RANDOM_MARK in w for w in warnings)
+
+
+def _module_out(score: ModuleScore) -> None:
+    v = score.value
+    number = isinstance(v, int | float) and not isinstance(v, bool)
+    if number and v is not None and not math.isnan(v) and not 0.0 <= v <= 1.0:
+        raise _said(f"value is {v!r}, outside [0, 1]: not a module score", ".")  # hand-edited
+
+
+def _card_error(cls: type, error: ValidationError, data: Any, where: str) -> ScoreCardError:
+    """pydantic's first error, said as the path of the key and what it should hold."""
+    from pathgls.evidence import json_schema_node, json_types
+
+    first = error.errors(include_url=False)[0]
+    ctx = first.get("ctx") or {}
+    reason = ctx.get("error")
+    if isinstance(reason, ScoreCardError):  # a check of the card's own (__post_init__)
+        return reason
+    schema = card_json_schema(cls)
+    defs = schema.get("$defs", {})
+    node, value, path = schema, data, where
+    for part in first["loc"]:  # keys, then pydantic's list indices and union tags: not said
+        inner = json_schema_node(node, part, defs)
+        if inner is None or isinstance(part, int):
+            break
+        node, path = inner, f"{path}.{part}" if path else str(part)
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if first["type"] == "card":
+        return ScoreCardError(f"{path or 'ScoreCard'}{ctx['sep']}{ctx['text']}")
+    if first["type"] == "value_error":  # ModuleScore.__post_init__
+        return ScoreCardError(f"{path}: {reason}")
+    if first["type"] == "object_type":
+        return ScoreCardError(f"{path}: expected an object, got {type(value).__name__}")
+    if path == "item_id":
+        expected = "a non-empty string"
+    else:
+        kinds, enum = json_types(node, defs)
+        expected = " or ".join(map(str, enum)) if enum else _said_as(kinds)
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return ScoreCardError(f"{path}: expected {expected}, got {shown}")
+
+
+def _said_as(kinds: set[str]) -> str:
+    """A card key's JSON types as its error says them (``a number or null``)."""
+    if kinds & {"integer", "number"}:
+        return "a number or null" if "null" in kinds else "a number"
+    named = {"string": "a string", "boolean": "a boolean", "array": "a list of strings"}
+    return next((named[k] for k in kinds if k in named), "an object")

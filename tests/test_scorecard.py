@@ -8,7 +8,10 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -316,6 +319,23 @@ def test_bad_cards_raise_a_scorecard_error_naming_the_key(data: object, message:
         ScoreCard.from_dict(data)  # type: ignore[arg-type]
 
 
+def test_cards_read_back_exactly_and_their_numbers_as_the_schema_says() -> None:
+    """An integer score or timing stays an integer (the card's JSON is the same after a read);
+    timings and thresholds hold numbers, as the schema says (the reader before pydantic took any
+    value there)."""
+    data = _set("modules.logic.value", 1)
+    data["timings"] = {"total": 3, "logic": 0.5}
+    card = ScoreCard.from_dict(data)
+    assert card.to_dict() == data and card.to_json() == json.dumps(data, indent=2)
+    assert type(card.modules["logic"].value) is int and type(card.timings["total"]) is int
+    for path, message in [
+        ("timings.total", "timings.total: expected a number, got 'slow'"),
+        ("decision.thresholds.deploy", "decision.thresholds.deploy: expected a number, got"),
+    ]:
+        with pytest.raises(ScoreCardError, match=re.escape(message)):
+            ScoreCard.from_dict(_set(path, "slow"))
+
+
 def test_a_missing_module_needs_its_reason() -> None:
     data = _set("modules.logic.value", None)
     with pytest.raises(
@@ -523,6 +543,60 @@ def test_unknown_keys_survive_a_round_trip(run_cards: dict[str, ScoreCard]) -> N
 def test_malformed_evidence_names_the_key(kind: type[Record], data: object, message: str) -> None:
     with pytest.raises(EvidenceError, match=re.escape(message)):
         kind.from_dict(data)
+
+
+def test_a_record_held_twice_is_read_the_same_both_times() -> None:
+    """pydantic builds a record's reader once and refers to it: the second field of the same
+    record type (changes_attack after changes_aug) is read as strictly, and keeps its extras."""
+    data = {"changes_aug": {"added": ["a"], "x": 1}, "changes_attack": {"removed": ["b"], "y": 2}}
+    ev = StabilityEvidence.from_dict(data)
+    assert ev.changes_aug is not None and ev.changes_aug.extra == {"x": 1}
+    assert ev.changes_attack is not None and ev.changes_attack.extra == {"y": 2}
+    assert ev.to_dict() == data
+    for key in ("changes_aug", "changes_attack"):
+        bad = {key: {"diagnosis_changed": "yes"}}
+        with pytest.raises(EvidenceError, match=re.escape(f"{key}.diagnosis_changed: expected")):
+            StabilityEvidence.from_dict(bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"statements": {"assertion": "12"}}, "statements.assertion: expected an integer"),
+        ({"pairs_by_kind": {"check": 1.5}}, "pairs_by_kind.check: expected an integer"),
+        ({"silent": ["a", 3]}, "logic evidence.silent[1]: expected a string, got 3"),
+        ({"top_pairs": [{"checks": [{"first": None}]}]}, "checks[0].first: expected an object"),
+        ({"n_pairs": True}, "logic evidence.n_pairs: expected an integer, got True"),
+        ({"nli": "x" * 500}, None),  # long strings are read
+    ],
+)
+def test_logic_evidence_is_read_as_its_schema_says(data: dict, message: str | None) -> None:
+    """Values are read as the JSON Schema states them, counts included (the reader before
+    pydantic accepted any value in ``statements`` and ``pairs_by_kind``)."""
+    if message is None:
+        assert LogicEvidence.from_dict(data).to_dict() == data
+        return
+    with pytest.raises(EvidenceError, match=re.escape(message)):
+        LogicEvidence.from_dict(data)
+
+
+def test_pydantic_is_imported_on_the_first_read_not_at_import() -> None:
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "import pathgls, pathgls.evidence, pathgls.schema, pathgls.types\n"
+        "from pathgls.cli import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "print('pydantic' in sys.modules)\n"
+        "pathgls.evidence.LogicEvidence.from_dict({'k': 1})\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["False", "True"], out.stderr
 
 
 def test_absent_keys_read_as_defaults_never_invented_numbers() -> None:
