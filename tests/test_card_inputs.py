@@ -43,3 +43,15 @@ def test_the_inputs_every_card_records_are_declared() -> None:
     assert (inputs["subject_model_id"], inputs["subject_learned"]) == ("m", False)
     card = ScoreCard(item_id="a", inputs=inputs)
     assert ScoreCard.from_dict(card.to_dict()).inputs == inputs
+
+
+def test_a_reader_keeps_inputs_it_does_not_declare_and_does_not_check_their_types() -> None:
+    """The reader takes ``inputs`` as any object (as before the typed layer): another writer's
+    keys survive a read, and a slide without resolution metadata (level0_mpp null) still reads."""
+    card = ScoreCard(item_id="a", inputs=CardInputs(item="/data/a.svs", kind="slide"))
+    d = card.to_dict()
+    d["inputs"] |= {"their_key": {"nested": [1, 2.5, None]}, "level0_mpp": None}
+    back = ScoreCard.from_dict(d)
+    assert back.inputs["their_key"] == {"nested": [1, 2.5, None]}
+    assert back.inputs["level0_mpp"] is None
+    assert back.to_dict() == d
