@@ -40,14 +40,20 @@ from pathgls.errors import (
 )
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
-from pathgls.modules import MODULE_NAMES
+from pathgls.modules import MODULE_NAMES, module_names
 from pathgls.reasons import card_reasons, same_statement
 from pathgls.types import ScoreCard
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "run_report.html.j2"
-#: Metrics of the subject table, in order.
+#: Metrics of the subject table, in order, built-in modules alone (kept for code that imported
+#: it; :func:`table_metrics` includes the plugins).
 TABLE_METRICS = ("trust", *MODULE_NAMES)
+
+
+def table_metrics() -> tuple[str, ...]:
+    """Metrics of the subject table, in order: the trust, then every module (plugins too)."""
+    return ("trust", *module_names())
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ def _subject_rows(view: RunView, fusion: FusionConfig) -> list[dict[str, Any]]:
     rows = []
     for row in table.to_dict(orient="records"):
         cells = {}
-        for m in (*TABLE_METRICS, COVERAGE, MATCHED):
+        for m in (*table_metrics(), COVERAGE, MATCHED):
             n = int(row[f"{m}_n"])
             lo, hi = row[f"{m}_ci_low"], row[f"{m}_ci_high"]
             digits = 2
@@ -299,7 +305,7 @@ def _gate_rows(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
                 "status": card.status,
                 "route": route,
                 "trust": _fmt(card.trust),
-                "modules": {m: _fmt(card.value(m)) for m in TABLE_METRICS},
+                "modules": {m: _fmt(card.value(m)) for m in table_metrics()},
                 "reasons": reasons[: config.reasons],
                 "more": reasons[config.reasons :],
                 "random": random_models(card),
@@ -500,7 +506,8 @@ def report_context(
     except ConfigError as e:
         raise RunReportError(f"{run_dir}: the run's config.toml cannot be read: {e}") from e
     random_any = sorted({m for c in view.cards for m in random_models(c)})
-    scored = [m for m in TABLE_METRICS if any(_has(c, m) for c in view.cards)]
+    metrics = table_metrics()
+    scored = [m for m in metrics if any(_has(c, m) for c in view.cards)]
     return {
         "title": f"pathgls run report — {Path(run_dir).resolve().name}",
         "run_dir": str(Path(run_dir).resolve()),
@@ -509,7 +516,7 @@ def report_context(
         "n_cards": len(view.cards),
         "unreadable": view.unreadable,
         "metrics": scored,  # the metrics some card has (the others are named as never scored)
-        "never_scored": [m for m in TABLE_METRICS if m not in scored],
+        "never_scored": [m for m in metrics if m not in scored],
         "subjects": _subject_rows(view, fusion),
         "rank_rule": RULE,
         "comparisons": _comparisons(view, cfg, fusion),
