@@ -257,7 +257,7 @@ def _resolve_hook(name: str, spec: str | None) -> Callable[[Any], Any]:
         ) from e
     if not callable(target):
         raise ScoreModuleError(f"score module {name!r}: its score hook {spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 # The built-ins alone, fixed at import (kept for code that imported them; pathgls itself reads

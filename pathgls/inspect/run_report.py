@@ -40,7 +40,7 @@ from pathgls.errors import (
 )
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
-from pathgls.modules import MODULE_NAMES, module_names
+from pathgls.modules import BY_NAME, MODULE_NAMES, module_names, score_modules
 from pathgls.reasons import card_reasons, same_statement
 from pathgls.types import ScoreCard
 
@@ -107,7 +107,8 @@ def _walk_models(obj: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, A
             yield from _walk_models(v, f"{path}.{k}" if path else str(k))
 
 
-#: Modules whose value depends on each model role of a card's inputs (random weights mark them).
+#: Built-in modules whose value depends on each model role of a card's inputs (random weights
+#: mark them); a plugin's ``models`` add it to its roles (:func:`role_modules`).
 ROLE_MODULES: Mapping[str, tuple[str, ...]] = {
     "encoder": ("grounding",),
     "extractor": ("grounding", "logic", "stability", "report", "hare"),
@@ -116,6 +117,16 @@ ROLE_MODULES: Mapping[str, tuple[str, ...]] = {
     "hare": ("hare",),
     "report": ("report",),
 }
+
+
+def role_modules() -> dict[str, tuple[str, ...]]:
+    """:data:`ROLE_MODULES` with each plugin module under the roles it depends on."""
+    out = {role: list(names) for role, names in ROLE_MODULES.items()}
+    for m in score_modules():
+        if m.name not in BY_NAME:
+            for role in m.models:
+                out.setdefault(role, []).append(m.name)
+    return {role: tuple(names) for role, names in out.items()}
 
 
 def random_models(card: ScoreCard) -> list[str]:
@@ -128,8 +139,9 @@ def random_models(card: ScoreCard) -> list[str]:
     models = card.inputs.get("models")
     if isinstance(models, Mapping):
         roles += list(models.items())
+    by_role = role_modules()
     for role, described in roles:
-        scored = any(card.value(m) is not None for m in ROLE_MODULES.get(role, ()))
+        scored = any(card.value(m) is not None for m in by_role.get(role, ()))
         for path, m in _walk_models(described, role):
             if scored and m.get("random_weights"):
                 found.append(f"{path}: {m.get('model_id') or m.get('name')}")

@@ -408,7 +408,7 @@ def _evaluate_subject(
     ctx = ScoringContext(
         item=item,
         subject_name=subject,
-        subject=timed,  # type: ignore[arg-type]  # delegates to the subject
+        subject=timed,  # delegates to the subject, timing its generate
         prepared=prep,
         models=models,
         config=config,
