@@ -144,9 +144,12 @@ def test_the_registry_is_read_when_asked_not_at_import() -> None:
     import sys
 
     code = (
-        "import pathgls, pathgls.cli, pathgls.modules as m, pathgls.config as c;"
-        "c.PathGLSConfig.__init__;"
-        "print(m.score_modules.cache_info().currsize)"
+        "import pathgls, pathgls.modules as m\n"
+        "from typer.testing import CliRunner\n"
+        "from pathgls.cli import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "assert CliRunner().invoke(app, ['gate', '--help']).exit_code == 0\n"
+        "print(m.score_modules.cache_info().currsize)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
