@@ -151,6 +151,9 @@ SCORE_MODULES: tuple[ModuleScorer, ...] = (
     ),
 )
 
+#: The module whose hook asks the subject for its reports (the others read them): scored first,
+#: whatever the orders; without an original report from it no other module is scored.
+GENERATING_MODULE = "stability"
 #: Entry-point group of score-module plugins: each entry point names a :class:`ModuleScorer`.
 ENTRY_POINT_GROUP = "pathgls.score_modules"
 # A hook: "package.module:function" (dotted names).
@@ -200,9 +203,10 @@ def reference_free_modules() -> tuple[str, ...]:
 
 def scoring_order() -> tuple[ModuleScorer, ...]:
     """The modules with a score hook, in the order the pipeline scores them (and the card's
-    ``modules`` holds them): by :attr:`ModuleScorer.order`, ties in column order."""
+    ``modules`` holds them): :data:`GENERATING_MODULE` first, then by
+    :attr:`ModuleScorer.order`, ties in column order."""
     hooked = [m for m in score_modules() if m.score is not None]
-    return tuple(sorted(hooked, key=lambda m: m.order))
+    return tuple(sorted(hooked, key=lambda m: (m.name != GENERATING_MODULE, m.order)))
 
 
 def _plugins(taken: set[str]) -> tuple[ModuleScorer, ...]:

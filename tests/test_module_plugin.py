@@ -157,6 +157,17 @@ def test_the_registry_is_read_when_asked_not_at_import() -> None:
 
 def test_the_toy_module_is_fusable_and_gated_once_installed(installed: None) -> None:
     assert module_names()[-1] == "toy" and [m.name for m in scoring_order()][-1] == "toy"
+    # a plugin ordered before every built-in still comes after the generating module
+    import dataclasses
+
+    import toy_mod
+
+    from pathgls import modules
+
+    early = dataclasses.replace(toy_mod.TOY, order=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(modules, "score_modules", lambda: (*SCORE_MODULES, early))
+        assert [m.name for m in modules.scoring_order()][:2] == ["stability", "toy"]
     assert default_weights() == {
         "grounding": 0.4,
         "logic": 0.3,

@@ -31,7 +31,13 @@ from pathgls.config import GroundingConfig, PathGLSConfig
 from pathgls.errors import PathGLSError, ScoreModuleError
 from pathgls.fusion import gate_scorecard
 from pathgls.io.names import safe_stem
-from pathgls.modules import SCORE_MODULES, module_by_name, score_modules, scoring_order
+from pathgls.modules import (
+    GENERATING_MODULE,
+    SCORE_MODULES,
+    module_by_name,
+    score_modules,
+    scoring_order,
+)
 from pathgls.runner.breaker import GenerationFailure, SubjectBreaker
 from pathgls.runner.items import WorkItem
 from pathgls.runner.models import Models, describe_model, is_random, load_models
@@ -416,8 +422,8 @@ def _evaluate_subject(
     )
     timings["generation"] = 0.0
     modules: dict[str, ModuleScore] = {}
-    for i, scorer in enumerate(scoring_order()):
-        if i > 0 and ctx.original is None:
+    for scorer in scoring_order():  # the generating module (stability) first
+        if scorer.name != GENERATING_MODULE and ctx.original is None:
             break  # no original report: nothing else to score, the card fails
         if scorer.needs_reference and item.reference is None:
             continue
