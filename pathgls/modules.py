@@ -231,7 +231,9 @@ def _plugins(taken: set[str]) -> tuple[ModuleScorer, ...]:
             )
         if scorer.name in taken or scorer.name in ("trust", "coverage", "matched_trust"):
             raise ScoreModuleError(
-                f"{where}: module name {scorer.name!r} is a built-in's; choose another name"
+                f"{where}: module name {scorer.name!r} is a built-in's (modules: "
+                f"{', '.join(sorted(taken))}; columns: trust, coverage, matched_trust); "
+                "choose another name"
             )
         if scorer.name in found:
             raise ScoreModuleError(
