@@ -46,6 +46,12 @@ class ConfigError(PathGLSError, ValueError):
     """A configuration value is invalid or a config file cannot be read."""
 
 
+class ScoreModuleError(ConfigError):
+    """A score-module plugin (entry-point group ``pathgls.score_modules``) cannot be used: it does
+    not import, is not a :class:`~pathgls.modules.ModuleScorer`, or its name is taken; or a
+    module's ``score`` hook cannot be resolved. The message names the entry point or hook."""
+
+
 class JSONTextError(PathGLSError, ValueError):
     """JSON text from outside (a server, a model, a file) that cannot be read: invalid, a key
     given twice in one object, nested too deeply, or not UTF-8 (see :mod:`pathgls.jsontext`)."""

@@ -43,7 +43,7 @@ from pathgls.evidence import (
     StabilityEvidence,
     read_evidence,
 )
-from pathgls.modules import SCORE_MODULES
+from pathgls.modules import SCORE_MODULES, score_modules
 from pathgls.numeric import finite
 from pathgls.reasons import IMAGE_UNCHECKED, logic_note
 from pathgls.types import GateDecision, ModuleScore, ScoreCard
@@ -52,9 +52,15 @@ from pathgls.types import GateDecision, ModuleScore, ScoreCard
 #: the numbers rounded to them, so a printed route never contradicts the printed numbers.
 GATE_DECIMALS = 3
 
-#: How to get a module scored (what to give, and the command), for the reason that names a
-#: missing required module. The command is left out when the module's own missing reason
-#: already gives it.
+
+def enable_hints() -> dict[str, tuple[str, str]]:
+    """How to get a module scored (what to give, and the command), for the reason that names a
+    missing required module, plugins included. The command is left out when the module's own
+    missing reason already gives it."""
+    return {m.name: m.enable_hint for m in score_modules() if m.enable_hint is not None}
+
+
+#: :func:`enable_hints` of the built-in modules alone (kept for code that imported it).
 ENABLE_HINTS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {m.name: m.enable_hint for m in SCORE_MODULES if m.enable_hint is not None}
 )
@@ -269,10 +275,11 @@ def _requirement_reason(
         else:
             states.append(f"{m} missing ({score.missing_reason or 'no value'})")
     hints = []
+    known = enable_hints()
     for m in alternatives:
-        if m not in ENABLE_HINTS:
+        if m not in known:
             continue
-        needs, command = ENABLE_HINTS[m]
+        needs, command = known[m]
         score = modules.get(m)
         given = score is not None and command in (score.missing_reason or "")
         hints.append(f"{m} needs {needs}" + ("" if given else f" ({command})"))

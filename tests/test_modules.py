@@ -57,3 +57,48 @@ def test_a_module_s_models_are_roles_a_worker_loads() -> None:
     for m in SCORE_MODULES:
         assert set(m.models) <= roles, (m.name, set(m.models) - roles)
         assert m.name == m.evidence.MODULE
+
+
+def test_without_plugins_the_call_time_lists_are_the_built_ins() -> None:
+    from pathgls.cli.gate import CSV_COLUMNS, csv_columns, module_headers
+    from pathgls.config import default_reference_modules, default_weights
+    from pathgls.fusion import enable_hints
+    from pathgls.inspect.failures import COLUMNS as FAILURE_COLUMNS
+    from pathgls.inspect.failures import table_columns
+    from pathgls.inspect.run_report import table_metrics
+    from pathgls.meta.calibrate import calibrated_modules, optional_columns
+    from pathgls.meta.compare import comparable
+    from pathgls.modules import (
+        REFERENCE_FREE,
+        WEIGHTED,
+        module_names,
+        reference_free_modules,
+        refresh_score_modules,
+        score_modules,
+        scoring_order,
+        weighted_modules,
+    )
+    from pathgls.runner.pipeline import module_models
+    from pathgls.runner.summary import COLUMNS, columns, plot_groups, summary_metrics
+
+    refresh_score_modules()
+    assert score_modules() == SCORE_MODULES and module_names() == MODULE_NAMES
+    assert weighted_modules() == WEIGHTED and reference_free_modules() == REFERENCE_FREE
+    assert default_weights() == dict(FusionConfig().weights)
+    assert default_reference_modules() == REFERENCE_MODULES
+    assert enable_hints() == dict(ENABLE_HINTS) and module_models() == MODULE_MODELS
+    assert summary_metrics() == METRICS and columns() == COLUMNS
+    assert plot_groups() == PLOT_GROUPS and table_metrics() == TABLE_METRICS
+    assert csv_columns() == CSV_COLUMNS and module_headers() == MODULE_HEADERS
+    assert table_columns() == FAILURE_COLUMNS and comparable() == COMPARABLE
+    assert calibrated_modules() == CALIBRATED and optional_columns() == OPTIONAL_COLUMNS
+    # the card's order: stability generates the reports, then the others
+    assert [m.name for m in scoring_order()] == [
+        "stability",
+        "logic",
+        "grounding",
+        "hare",
+        "report",
+    ]
+    assert all(m.score == f"pathgls.runner.scorers:{m.name}" for m in SCORE_MODULES)
+    assert all(callable(m.hook()) for m in SCORE_MODULES)

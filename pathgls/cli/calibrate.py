@@ -177,12 +177,13 @@ def fusion_weights(search: WeightSearchResult) -> dict[str, float]:
     them over the modules an item has), so they are written scaled to sum to 1 (they once
     summed to 1.4, which read as a bug).
     """
-    from pathgls.meta.calibrate import DEFAULT_WEIGHTS
+    from pathgls.config import default_weights
 
+    defaults = default_weights()
     searched = dict(search.weights)
-    base = sum(DEFAULT_WEIGHTS[m] for m in searched)
+    base = sum(defaults[m] for m in searched)
     scale = sum(searched.values()) / base if base > 0 else 1.0
-    rest = {m: w * scale for m, w in DEFAULT_WEIGHTS.items() if m not in searched}
+    rest = {m: w * scale for m, w in defaults.items() if m not in searched}
     weights = searched | rest
     total = sum(weights.values())
     return {m: round(w / total, 6) for m, w in weights.items()}
@@ -190,15 +191,16 @@ def fusion_weights(search: WeightSearchResult) -> dict[str, float]:
 
 def _weight_notes(weights: dict[str, float]) -> list[str]:
     """Comment lines: each module's share of the trust without and with a reference."""
-    from pathgls.config import REFERENCE_MODULES
+    from pathgls.config import default_reference_modules
 
-    base = {m: w for m, w in weights.items() if m not in REFERENCE_MODULES}
+    references = default_reference_modules()
+    base = {m: w for m, w in weights.items() if m not in references}
     total = sum(base.values())
     lines = ["weights are relative: an item's trust renormalises them over the modules it has"]
     if total > 0:
         shares = ", ".join(f"{m} {w / total:.2f}" for m, w in base.items())
         lines.append(f"without a reference report: {shares}")
-    for m in REFERENCE_MODULES:
+    for m in references:
         if weights.get(m):
             lines.append(f"with one, {m} carries {weights[m] / sum(weights.values()):.2f}")
     return lines

@@ -55,7 +55,7 @@ def _expert_rows(source: Path, *, cutoff: float | None, score_column: str) -> Ce
 
 def _run_rows(source: Path, *, labels: Path, cutoff: float | None, acceptable: float) -> CertRows:
     from pathgls.inspect.review_page import card_id
-    from pathgls.meta.calibrate import MODULES, read_labels
+    from pathgls.meta.calibrate import calibrated_modules, read_labels
     from pathgls.meta.expert_rows import report_organ
     from pathgls.meta.labels import expert_labels, is_review_table, read_review_labels
     from pathgls.runner.store import ResultsStore
@@ -90,12 +90,13 @@ def _run_rows(source: Path, *, labels: Path, cutoff: float | None, acceptable: f
         )
     out = CertRows([], [], [], how, notes=notes)
     extractor = build_extractor("lexicon")
+    modules = calibrated_modules()
     for cid, c in by_id.items():
         v = values.get(cid, values.get(c.item_id))
         if v is None or c.status == "failed":
             continue
         out.ids.append(cid)
-        out.scores.append({m: c.value(m) for m in MODULES})
+        out.scores.append({m: c.value(m) for m in modules})
         out.acceptable.append(int(v >= 0.5))
         out.subjects.add(c.subject)
         text = c.reports["original"].text if "original" in c.reports else ""

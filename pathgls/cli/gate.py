@@ -17,7 +17,13 @@ from pathgls.io.outputs import write_run_csv
 from pathgls.io.rundirs import check_run_dir
 from pathgls.io.sanitize import markup_text as escape
 from pathgls.jsontext import JSONTextError, loads_strict
-from pathgls.modules import MODULE_NAMES, REFERENCE_FREE, SCORE_MODULES
+from pathgls.modules import (
+    MODULE_NAMES,
+    SCORE_MODULES,
+    module_names,
+    reference_free_modules,
+    score_modules,
+)
 from pathgls.reasons import IMAGE_UNCHECKED, card_reasons
 from pathgls.types import ScoreCard
 
@@ -25,20 +31,29 @@ Arg = typer.Argument
 Opt = typer.Option
 
 ROUTES = ("deploy", "review", "reject", "failed")
-#: Every module a card can carry, in the gate's column order (report and hare: with a reference).
+#: Every built-in module a card can carry, in the gate's column order (report and hare: with a
+#: reference); :func:`module_names` includes the plugins (kept for code that imported it).
 MODULE_COLUMNS = MODULE_NAMES
-#: Console headers of the module columns.
+#: Console headers of the built-in module columns (:func:`module_headers`: plugins included).
 MODULE_HEADERS = {m.name: m.header for m in SCORE_MODULES}
-CSV_COLUMNS = (
-    "file",
-    "item_id",
-    "subject",
-    *MODULE_COLUMNS,
-    "trust",
-    "coverage",
-    "route",
-    "reasons",
-)
+
+
+def _csv_columns(modules: tuple[str, ...]) -> tuple[str, ...]:
+    return ("file", "item_id", "subject", *modules, "trust", "coverage", "route", "reasons")
+
+
+def csv_columns() -> tuple[str, ...]:
+    """The columns of ``--out-csv``: every module a card can carry, plugins included."""
+    return _csv_columns(module_names())
+
+
+def module_headers() -> dict[str, str]:
+    """Console headers of the module columns, plugins included."""
+    return {m.name: m.header for m in score_modules()}
+
+
+#: :func:`csv_columns` of the built-in modules alone (kept for code that imported it).
+CSV_COLUMNS = _csv_columns(MODULE_NAMES)
 
 
 def register(app: typer.Typer) -> None:
@@ -240,7 +255,7 @@ def gate(
     if not rows:
         fail(console, f"{run_dir}: no ScoreCard found ({errors} JSON file(s) skipped)")
     try:
-        write_run_csv(out_csv, columns=CSV_COLUMNS, rows=rows)
+        write_run_csv(out_csv, columns=csv_columns(), rows=rows)
     except PathGLSError as e:
         fail(console, e)
     print_gate_table(rows)
@@ -272,13 +287,14 @@ def card_row(card: ScoreCard, *, file: str = "", coverage: float | None = None) 
     Every module a card can carry has a cell (empty: absent or missing); ``coverage`` is the
     share of the fusion weight that was scored (:attr:`pathgls.fusion.FusionResult.coverage`).
     """
+    columns = module_names()
     if card.status == "failed" or card.decision is None:
         reasons = [e.splitlines()[0] for e in card.errors] or ["no report"]
         route = "failed"
-        values = {m: "" for m in (*MODULE_COLUMNS, "trust", "coverage")}
+        values = {m: "" for m in (*columns, "trust", "coverage")}
     else:
         reasons, route = card_reasons(card), card.decision.route
-        values = {m: _fmt(card.value(m)) for m in MODULE_COLUMNS}
+        values = {m: _fmt(card.value(m)) for m in columns}
         values["trust"] = _fmt(card.trust)
         values["coverage"] = _fmt(coverage)
     return {
@@ -314,16 +330,18 @@ def print_gate_table(rows: list[dict[str, Any]]) -> None:
     """The gate's console table: every module some card carries, trust, coverage, route and
     the decision with the module that lowered the trust most."""
     colour = {"deploy": "green", "review": "yellow", "reject": "red", "failed": "magenta"}
+    columns, always = module_names(), reference_free_modules()
     carried = {m for r in rows for m in r.get("modules", ())} | {
-        m for r in rows for m in MODULE_COLUMNS if r.get(m)
+        m for r in rows for m in columns if r.get(m)
     }
-    shown = [m for m in MODULE_COLUMNS if m in REFERENCE_FREE or m in carried]
+    shown = [m for m in columns if m in always or m in carried]
     console = Console()
     if is_compact(console):  # narrow or not a terminal: one block per card, nothing cut
         print_blocks(console, [_gate_block(r, shown, colour) for r in rows])
         return
     table = Table()
-    for col in ("item", "subject", *(MODULE_HEADERS.get(m, m) for m in shown), "trust", "cov"):
+    headers = module_headers()
+    for col in ("item", "subject", *(headers.get(m, m) for m in shown), "trust", "cov"):
         table.add_column(col)
     table.add_column("route")
     table.add_column("reasons", ratio=1, overflow="fold")
@@ -347,6 +365,7 @@ def _gate_block(row: dict[str, Any], shown: list[str], colour: dict[str, str]) -
         f"[{colour[route]}]{route}[/] trust {_cell(row, 'trust')} · "
         f"{escape(row['item_id'])} · {escape(row['subject'])}"
     )
-    fields = [(MODULE_HEADERS.get(m, m), _cell(row, m)) for m in shown]
+    headers = module_headers()
+    fields = [(headers.get(m, m), _cell(row, m)) for m in shown]
     fields.append(("cov", _coverage_cell(row)))
     return Block(head=head, fields=fields, notes=row.get("top_reasons") or [row["first_reason"]])

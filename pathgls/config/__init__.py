@@ -85,6 +85,8 @@ from pathgls.config.scoring import (
     LogicConfig,
     ReportConfig,
     StabilityConfig,
+    default_reference_modules,
+    default_weights,
 )
 from pathgls.config.slide import (
     DEFAULT_ENCODER,
@@ -296,6 +298,8 @@ __all__ = [
     "ViewConfig",
     "config_from_dict",
     "config_to_dict",
+    "default_reference_modules",
+    "default_weights",
     "load_config",
     "save_config",
     "save_effective_config",

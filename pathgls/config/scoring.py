@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pathgls.config.convert import in_range, require
 from pathgls.errors import ConfigError
-from pathgls.modules import MODULE_NAMES, SCORE_MODULES
+from pathgls.modules import MODULE_NAMES, SCORE_MODULES, module_names, score_modules
 from pathgls.numeric import finite
 
 #: Entity types grounded by default: what an H&E image can show.
@@ -212,14 +212,27 @@ class StabilityConfig:
         )
 
 
-#: Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3; the report-side
-#: component, fused only when an item has a reference: :data:`REPORT_WEIGHT`, where the choice
-#: is argued). Each module's default weight is its :class:`~pathgls.modules.ModuleScorer`'s.
+def default_weights() -> dict[str, float]:
+    """Module weights of the trust score (PathGLS: w_g = 0.4, w_l = 0.3, w_s = 0.3; the
+    report-side component, fused only when an item has a reference: :data:`REPORT_WEIGHT`, where
+    the choice is argued): each module's :class:`~pathgls.modules.ModuleScorer` weight, plugins
+    included."""
+    return {m.name: m.weight for m in score_modules() if m.weight is not None}
+
+
+def default_reference_modules() -> tuple[str, ...]:
+    """Modules fused by default that need a reference report (plugins included): an item
+    without one has no such module (absent)."""
+    return tuple(m.name for m in score_modules() if m.needs_reference and m.weight is not None)
+
+
+#: :func:`default_weights` of the built-in modules alone (kept for code that imported it).
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {m.name: m.weight for m in SCORE_MODULES if m.weight is not None}
 )
-#: Modules fused by default that need a reference report: an item without one has no such
-#: module (absent). (HARE needs one too, but is not fused unless a config weighs it.)
+#: Built-in modules fused by default that need a reference report: an item without one has no
+#: such module (absent). (HARE needs one too, but is not fused unless a config weighs it.)
+#: Kept for code that imported it; :func:`default_reference_modules` includes the plugins.
 REFERENCE_MODULES: tuple[str, ...] = tuple(
     m.name for m in SCORE_MODULES if m.needs_reference and m.weight is not None
 )
@@ -232,7 +245,8 @@ DEFAULT_REQUIRED: tuple[str, ...] = ("grounding",)
 #: bound keeps their sum finite (1e308 overflowed it and turned a deploy into a reject).
 MAX_WEIGHT = 1e6
 
-#: Module names a fusion weight or a gate floor may name (the scores a ScoreCard carries).
+#: Built-in module names a fusion weight or a gate floor may name (kept for code that imported
+#: it; the checks read :func:`~pathgls.modules.module_names`, plugins included).
 FUSABLE_MODULES: tuple[str, ...] = MODULE_NAMES
 
 
@@ -242,15 +256,14 @@ def _known_module(name: str, where: str) -> None:
     Raises:
         ConfigError: naming ``name``, the closest known name and the known names.
     """
-    if name in FUSABLE_MODULES:
+    known = module_names()
+    if name in known:
         return
     import difflib
 
-    close = difflib.get_close_matches(name, FUSABLE_MODULES, n=1)
+    close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(
-        f"{where}: unknown module {name!r}{hint}; known: {', '.join(FUSABLE_MODULES)}"
-    )
+    raise ConfigError(f"{where}: unknown module {name!r}{hint}; known: {', '.join(known)}")
 
 
 @dataclass(frozen=True)
@@ -258,7 +271,7 @@ class FusionConfig:
     """How module scores are fused into the trust score (see :mod:`pathgls.fusion`)."""
 
     # Weight per module name (a TOML table); modules not named here are not fused (e.g. hare).
-    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: Mapping[str, float] = field(default_factory=default_weights)
     # The reference code's penalties (×0.6 when S_l < 0.5, ×0.8 when S_g < 0.25); off: not in
     # the paper.
     reference_penalties: bool = False
@@ -266,7 +279,7 @@ class FusionConfig:
     # they are absent — not fused, not missing, not counted in the gate's coverage — so the
     # trust and the gate are exactly those of the other modules. Scored but without a value
     # (the backend failed), they are missing like any module.
-    reference_modules: tuple[str, ...] = REFERENCE_MODULES
+    reference_modules: tuple[str, ...] = field(default_factory=default_reference_modules)
 
     def __post_init__(self) -> None:
         try:

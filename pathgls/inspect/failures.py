@@ -29,7 +29,7 @@ from pathgls.evidence import (
     StabilityEvidence,
 )
 from pathgls.inspect.paths import item_path, map_path
-from pathgls.modules import REFERENCE_FREE
+from pathgls.modules import REFERENCE_FREE, reference_free_modules
 from pathgls.reasons import card_reasons
 from pathgls.runner.store import ResultsStore, load_grounding_map
 from pathgls.types import ReportGraph, ScoreCard
@@ -40,8 +40,18 @@ if TYPE_CHECKING:
 
     from pathgls.text.base import EntityExtractor
 
+#: The built-in reference-free modules and the table's columns with them (kept for code that
+#: imported them; :func:`table_columns` includes the plugins).
 MODULES = REFERENCE_FREE
 COLUMNS = ("item_id", "subject", "status", *MODULES, "trust", "route", "reason")
+
+
+def table_columns() -> tuple[str, ...]:
+    """The columns of :attr:`RunView.table`: every module an item can have without a reference
+    (plugins included), then the trust."""
+    return ("item_id", "subject", "status", *reference_free_modules(), "trust", "route", "reason")
+
+
 _CHANGES = ("added", "removed", "negation_flipped", "diagnoses_before", "diagnoses_after")
 
 
@@ -60,13 +70,13 @@ def _row(card: ScoreCard) -> dict[str, Any]:
         route, reasons = "failed", [e.splitlines()[0] for e in card.errors if e] or ["no report"]
     else:
         route, reasons = card.decision.route, card_reasons(card)
-    values = [card.value(m) for m in MODULES]
-    values.append(card.trust)
+    names = (*reference_free_modules(), "trust")
+    values = [*(card.value(m) for m in names[:-1]), card.trust]
     return {
         "item_id": card.item_id,
         "subject": card.subject,
         "status": card.status,
-        **{k: np.nan if v is None else float(v) for k, v in zip(COLUMNS[3:7], values, strict=True)},
+        **{k: np.nan if v is None else float(v) for k, v in zip(names, values, strict=True)},
         "route": route,
         "reason": reasons[0] if reasons else "",
     }
@@ -107,7 +117,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunView:
             f"no ScoreCard under {store.scorecards_dir}{broken}: is {run_dir} a run directory? "
             "Make one with `pathgls demo --out DIR` or `pathgls benchmark`"
         )
-    table = pd.DataFrame([_row(c) for c in cards], columns=list(COLUMNS))
+    table = pd.DataFrame([_row(c) for c in cards], columns=list(table_columns()))
     return RunView(run_dir=Path(run_dir), cards=cards, table=table, unreadable=unreadable)
 
 

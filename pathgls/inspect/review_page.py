@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pathgls.errors import ConfigError, ReviewError, RunReportError
-from pathgls.modules import MODULE_NAMES
+from pathgls.modules import MODULE_NAMES, module_names
 
 TEMPLATE = "review.html.j2"
+#: The built-in modules (kept for code that imported it; the page shows every module,
+#: plugins included: :func:`~pathgls.modules.module_names`).
 MODULES = MODULE_NAMES
 
 
@@ -81,7 +83,7 @@ def review_cards(
                 "subject": card.subject,
                 "trust": _fmt(card.trust),
                 "reasons": list(card.decision.reasons) if card.decision else [],
-                "modules": {m: _fmt(card.value(m)) for m in MODULES if m in card.modules},
+                "modules": {m: _fmt(card.value(m)) for m in module_names() if m in card.modules},
                 "report": card.reports["original"].text if "original" in card.reports else "",
                 "grounding": _grounding_panel(card, run, thumbnail_side),
                 "logic": _logic_panel(card),

@@ -40,14 +40,20 @@ from pathgls.errors import (
 )
 from pathgls.evidence import GroundingEvidence, LogicEvidence
 from pathgls.inspect.failures import RunView, attack_diff, load_run, lowest_trust
-from pathgls.modules import MODULE_NAMES
+from pathgls.modules import BY_NAME, MODULE_NAMES, module_names, score_modules
 from pathgls.reasons import card_reasons, same_statement
 from pathgls.types import ScoreCard
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "run_report.html.j2"
-#: Metrics of the subject table, in order.
+#: Metrics of the subject table, in order, built-in modules alone (kept for code that imported
+#: it; :func:`table_metrics` includes the plugins).
 TABLE_METRICS = ("trust", *MODULE_NAMES)
+
+
+def table_metrics() -> tuple[str, ...]:
+    """Metrics of the subject table, in order: the trust, then every module (plugins too)."""
+    return ("trust", *module_names())
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,8 @@ def _walk_models(obj: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, A
             yield from _walk_models(v, f"{path}.{k}" if path else str(k))
 
 
-#: Modules whose value depends on each model role of a card's inputs (random weights mark them).
+#: Built-in modules whose value depends on each model role of a card's inputs (random weights
+#: mark them); a plugin's ``models`` add it to its roles (:func:`role_modules`).
 ROLE_MODULES: Mapping[str, tuple[str, ...]] = {
     "encoder": ("grounding",),
     "extractor": ("grounding", "logic", "stability", "report", "hare"),
@@ -110,6 +117,16 @@ ROLE_MODULES: Mapping[str, tuple[str, ...]] = {
     "hare": ("hare",),
     "report": ("report",),
 }
+
+
+def role_modules() -> dict[str, tuple[str, ...]]:
+    """:data:`ROLE_MODULES` with each plugin module under the roles it depends on."""
+    out = {role: list(names) for role, names in ROLE_MODULES.items()}
+    for m in score_modules():
+        if m.name not in BY_NAME:
+            for role in m.models:
+                out.setdefault(role, []).append(m.name)
+    return {role: tuple(names) for role, names in out.items()}
 
 
 def random_models(card: ScoreCard) -> list[str]:
@@ -122,8 +139,9 @@ def random_models(card: ScoreCard) -> list[str]:
     models = card.inputs.get("models")
     if isinstance(models, Mapping):
         roles += list(models.items())
+    by_role = role_modules()
     for role, described in roles:
-        scored = any(card.value(m) is not None for m in ROLE_MODULES.get(role, ()))
+        scored = any(card.value(m) is not None for m in by_role.get(role, ()))
         for path, m in _walk_models(described, role):
             if scored and m.get("random_weights"):
                 found.append(f"{path}: {m.get('model_id') or m.get('name')}")
@@ -172,7 +190,7 @@ def _subject_rows(view: RunView, fusion: FusionConfig) -> list[dict[str, Any]]:
     rows = []
     for row in table.to_dict(orient="records"):
         cells = {}
-        for m in (*TABLE_METRICS, COVERAGE, MATCHED):
+        for m in (*table_metrics(), COVERAGE, MATCHED):
             n = int(row[f"{m}_n"])
             lo, hi = row[f"{m}_ci_low"], row[f"{m}_ci_high"]
             digits = 2
@@ -299,7 +317,7 @@ def _gate_rows(view: RunView, config: RunReportConfig) -> list[dict[str, Any]]:
                 "status": card.status,
                 "route": route,
                 "trust": _fmt(card.trust),
-                "modules": {m: _fmt(card.value(m)) for m in TABLE_METRICS},
+                "modules": {m: _fmt(card.value(m)) for m in table_metrics()},
                 "reasons": reasons[: config.reasons],
                 "more": reasons[config.reasons :],
                 "random": random_models(card),
@@ -500,7 +518,8 @@ def report_context(
     except ConfigError as e:
         raise RunReportError(f"{run_dir}: the run's config.toml cannot be read: {e}") from e
     random_any = sorted({m for c in view.cards for m in random_models(c)})
-    scored = [m for m in TABLE_METRICS if any(_has(c, m) for c in view.cards)]
+    metrics = table_metrics()
+    scored = [m for m in metrics if any(_has(c, m) for c in view.cards)]
     return {
         "title": f"pathgls run report — {Path(run_dir).resolve().name}",
         "run_dir": str(Path(run_dir).resolve()),
@@ -509,7 +528,7 @@ def report_context(
         "n_cards": len(view.cards),
         "unreadable": view.unreadable,
         "metrics": scored,  # the metrics some card has (the others are named as never scored)
-        "never_scored": [m for m in TABLE_METRICS if m not in scored],
+        "never_scored": [m for m in metrics if m not in scored],
         "subjects": _subject_rows(view, fusion),
         "rank_rule": RULE,
         "comparisons": _comparisons(view, cfg, fusion),

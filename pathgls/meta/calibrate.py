@@ -31,19 +31,38 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from pathgls.config import DEFAULT_WEIGHTS as FUSION_WEIGHTS
+from pathgls.config import default_weights
 from pathgls.errors import CalibrationError, TableError
 from pathgls.fusion import shown
 from pathgls.io.tables import delimiter_for, read_table
-from pathgls.modules import BY_NAME, WEIGHTED
+from pathgls.modules import BY_NAME, WEIGHTED, score_modules
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
 
-#: The modules fused by default, whose weights are searched.
+# The built-ins alone, kept for code that imported them; the functions below include plugins.
+#: The built-in modules fused by default (:func:`calibrated_modules`).
 MODULES: tuple[str, ...] = WEIGHTED
-#: Columns a validation table may leave out (every item then lacks that module).
+#: Built-in columns a validation table may leave out (:func:`optional_columns`).
 OPTIONAL_COLUMNS: tuple[str, ...] = tuple(m for m in MODULES if BY_NAME[m].needs_reference)
 DEFAULT_WEIGHTS: Mapping[str, float] = dict(FUSION_WEIGHTS)
+
+
+def calibrated_modules() -> tuple[str, ...]:
+    """The modules fused by default (plugins included), whose weights are searched."""
+    return tuple(m.name for m in score_modules() if m.weight is not None)
+
+
+def optional_columns() -> tuple[str, ...]:
+    """Columns a validation table may leave out (every item then lacks that module): those
+    needing a reference report, and the plugins' (a table written before they were installed)."""
+    return tuple(
+        m.name
+        for m in score_modules()
+        if m.weight is not None and (m.needs_reference or m.name not in BY_NAME)
+    )
+
+
 _TIE = 1e-12  # ρ values closer than this are ties
 #: Fewer labelled rows than this get a warning: the 95% CI of a Spearman ρ near 0.5 is still
 #: about ±0.3 wide at 30 rows, and the best weights are chosen on the same rows (optimistic).
@@ -147,7 +166,8 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
         CalibrationError: unreadable file, missing columns, or a malformed line (named by number).
     """
     p = Path(path)
-    needed = ("item_id", *(m for m in MODULES if m not in OPTIONAL_COLUMNS), "label")
+    modules, optional = calibrated_modules(), optional_columns()
+    needed = ("item_id", *(m for m in modules if m not in optional), "label")
     rows: list[ValidationRow] = []
     try:
         table = read_table(p, required=needed, what="validation table")
@@ -161,7 +181,7 @@ def read_validation_table(path: str | os.PathLike[str]) -> list[ValidationRow]:
             )
         scores = {
             m: _parse_float(r[m], what=f"{m} score", where=where, allow_empty=True)
-            for m in MODULES
+            for m in modules
             if m in table.columns
         }
         label = _parse_float(r["label"], what="label", where=where, allow_empty=False)
@@ -224,7 +244,7 @@ def rows_from_cards(
         elif label is None:
             unlabelled.append(name)
         else:
-            scores = {m: card.value(m) for m in MODULES}
+            scores = {m: card.value(m) for m in calibrated_modules()}
             rows.append(ValidationRow(name, scores, float(label)))
     return CardRows(rows, tuple(failed), tuple(unlabelled))
 
@@ -242,7 +262,9 @@ def _coerce_row(row: ValidationRow | Mapping[str, object], i: int) -> Validation
         raise CalibrationError(f"row {i}: 'scores' must be a mapping")
     try:
         label = float(row["label"])  # type: ignore[arg-type]
-        clean = {m: None if scores.get(m) is None else float(scores[m]) for m in MODULES}
+        clean = {
+            m: None if scores.get(m) is None else float(scores[m]) for m in calibrated_modules()
+        }
     except KeyError as e:
         raise CalibrationError(f"row {i}: no 'label'") from e
     except (TypeError, ValueError) as e:
@@ -251,19 +273,21 @@ def _coerce_row(row: ValidationRow | Mapping[str, object], i: int) -> Validation
 
 
 def scored_modules(rows: Sequence[ValidationRow | Mapping[str, object]]) -> tuple[str, ...]:
-    """The modules (in :data:`MODULES` order) with a finite score in at least one row."""
+    """The modules (in :func:`calibrated_modules` order) with a finite score in at least one
+    row."""
     coerced = [_coerce_row(r, i) for i, r in enumerate(rows)]
     return tuple(
         m
-        for m in MODULES
+        for m in calibrated_modules()
         if any((v := r.scores.get(m)) is not None and math.isfinite(float(v)) for r in coerced)
     )
 
 
 def _check_modules(modules: Sequence[str]) -> tuple[str, ...]:
     mods = tuple(modules)
-    if not mods or len(set(mods)) != len(mods) or any(m not in MODULES for m in mods):
-        raise CalibrationError(f"modules must be distinct names among {MODULES}; got {mods}")
+    known = calibrated_modules()
+    if not mods or len(set(mods)) != len(mods) or any(m not in known for m in mods):
+        raise CalibrationError(f"modules must be distinct names among {known}; got {mods}")
     return mods
 
 
@@ -316,7 +340,8 @@ def _simplex(k: int, units: int, min_units: int) -> list[tuple[int, ...]]:
 
 
 def _default_weights(modules: tuple[str, ...]) -> np.ndarray:
-    w = np.array([DEFAULT_WEIGHTS[m] for m in modules])
+    defaults = default_weights()
+    w = np.array([defaults[m] for m in modules])
     return w / w.sum()
 
 

@@ -232,7 +232,7 @@ def drift_warnings(
 
 def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[str, float]]:
     """Subjects, organs (named by the reports) and module coverage of the gated cards."""
-    from pathgls.meta.calibrate import MODULES
+    from pathgls.meta.calibrate import calibrated_modules
     from pathgls.meta.expert_rows import report_organ
     from pathgls.text import build_extractor
 
@@ -243,5 +243,6 @@ def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[st
         text = c.reports["original"].text if "original" in c.reports else ""
         if text.strip() and (organ := report_organ(text, extractor)) is not None:
             organs.add(organ)
-    coverage = module_coverage([{m: c.value(m) for m in MODULES} for c in done])
+    modules = calibrated_modules()
+    coverage = module_coverage([{m: c.value(m) for m in modules} for c in done])
     return {c.subject for c in done}, organs, coverage

@@ -39,11 +39,16 @@ from pathgls.config import FusionConfig
 from pathgls.errors import ComparisonError
 from pathgls.meta.ranking import card_coverage, matched_values
 from pathgls.meta.stats import bootstrap_ci, holm
-from pathgls.modules import WEIGHTED
+from pathgls.modules import WEIGHTED, weighted_modules
 from pathgls.types import ScoreCard
 
-#: What can be compared: the trust score or one module's value.
+#: What can be compared among the built-ins (kept for code that imported it).
 COMPARABLE = ("trust", *WEIGHTED)
+
+
+def comparable() -> tuple[str, ...]:
+    """What can be compared: the trust score or one weighted module's value, plugins included."""
+    return ("trust", *weighted_modules())
 
 
 @dataclass(frozen=True)
@@ -144,10 +149,11 @@ def completed_values(cards: Iterable[ScoreCard], *, metric: str) -> dict[str, di
     """``subject → item_id → value`` of ``metric`` over the cards that are not failed.
 
     Raises:
-        ComparisonError: ``metric`` is not one of :data:`COMPARABLE`.
+        ComparisonError: ``metric`` is not one of :func:`comparable`.
     """
-    if metric not in COMPARABLE:
-        raise ComparisonError(f"unknown metric {metric!r}; known: {', '.join(COMPARABLE)}")
+    known = comparable()
+    if metric not in known:
+        raise ComparisonError(f"unknown metric {metric!r}; known: {', '.join(known)}")
     out: dict[str, dict[str, float]] = {}
     for card in cards:
         bucket = out.setdefault(card.subject, {})
@@ -289,7 +295,7 @@ def compare_subjects(
     Args:
         cards: The run's ScoreCards.
         subjects: The subjects to compare (default: all).
-        metric: ``trust`` or a module of :data:`COMPARABLE`.
+        metric: ``trust`` or a module of :func:`comparable`.
         config: Items needed, bootstrap, permutations, ties.
         fusion: The weights the cards were fused with (default: the default weights).
 

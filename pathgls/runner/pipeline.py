@@ -22,17 +22,22 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from pathgls.config import GroundingConfig, PathGLSConfig
-from pathgls.errors import PathGLSError
-from pathgls.evidence import HareEntityMatch, HareEvidence
+from pathgls.errors import PathGLSError, ScoreModuleError
 from pathgls.fusion import gate_scorecard
 from pathgls.io.names import safe_stem
-from pathgls.modules import SCORE_MODULES
+from pathgls.modules import (
+    SCORE_MODULES,
+    SCORED_WITHOUT_ORIGINAL,
+    module_by_name,
+    score_modules,
+    scoring_order,
+)
 from pathgls.runner.breaker import GenerationFailure, SubjectBreaker
 from pathgls.runner.items import WorkItem
 from pathgls.runner.models import Models, describe_model, is_random, load_models
@@ -44,7 +49,6 @@ if TYPE_CHECKING:
     from pathgls.grounding.score import GroundingResult
     from pathgls.grounding.sources import WindowSource
     from pathgls.grounding.targets import FoilEmbeddings
-    from pathgls.hare.models import HareModels
     from pathgls.subjects.base import Subject
     from pathgls.subjects.views import View
     from pathgls.text.analyze import AnalyzedReport
@@ -56,14 +60,12 @@ __all__ = [
     "failed_cards",
     "ground_report",
     "load_models",
+    "module_models",
     "roi_windows",
 ]
 
-NO_ENCODER_REASON = (
-    "grounding not scored: no image-text encoder was given (--encoder plip, after "
-    "`pathgls models pull plip`)"
-)
-#: Which loaded models each module's score depends on (a random one marks the module).
+#: Which loaded models each built-in module's score depends on (kept for code that imported
+#: it; :func:`module_models` includes the plugins).
 MODULE_MODELS = {m.name: m.models for m in SCORE_MODULES if m.models}
 
 
@@ -397,57 +399,71 @@ def _evaluate_subject(
     config: PathGLSConfig,
     store: ResultsStore,
 ) -> tuple[ScoreCard, GenerationFailure | None]:
-    """The subject's card, and its failure when it produced no original report."""
-    from pathgls.logic import logic_score
-    from pathgls.stability.run import run_stability
+    """The subject's card, and its failure when it produced no original report.
+
+    Prepare (done, ``prep``) → generate and read the three reports once
+    (:func:`~pathgls.generation.generate_conditions`) → score them by each module's hook in
+    :func:`~pathgls.modules.scoring_order` → fuse and gate. Without an original report the card
+    fails with stability alone (its score says why). Each module's seconds are
+    ``timings[name]``; the subject's own are ``timings["generation"]``.
+    """
+    from pathgls.generation import generate_conditions
+    from pathgls.runner.scorers import ScoringContext
     from pathgls.subjects.cache import SubjectCache
 
     t_start = time.perf_counter()
     timings = dict(prep.timings)
-    timed = _TimedSubject(models.subjects[subject])
-    t0 = time.perf_counter()
-    run = run_stability(
+    timed = _TimedSubject(models.subjects[subject])  # delegates, timing its generate
+    generated = generate_conditions(
         subject=timed,
         view=prep.view,
         item_id=item.item_id,
         extractor=models.extractor,
-        embedder=models.embedder,
-        nli=models.nli,
         attack=config.run.attack,
+        library=models.prompts,
         seed=config.run.seed,
         cache=SubjectCache(store.cache_dir),
         stain_config=config.stain,
-        config=config.stability,
         max_report_chars=config.subject.max_report_chars,
-        delta=models.delta,
-        library=models.prompts,
     )
+    # the subject's own seconds; the stain and the reading count with stability, as before
     timings["generation"] = timed.seconds
-    timings["stability"] = time.perf_counter() - t0 - timed.seconds
+    reading_s = time.perf_counter() - t_start - timed.seconds
+    ctx = ScoringContext(
+        item=item,
+        subject_name=subject,
+        subject=timed,
+        prepared=prep,
+        models=models,
+        config=config,
+        store=store,
+        generated=generated,
+    )
+    modules: dict[str, ModuleScore] = {}
+    for scorer in scoring_order():  # stability first
+        if scorer.name != SCORED_WITHOUT_ORIGINAL and ctx.original is None:
+            break  # no original report: nothing else to score, the card fails
+        if scorer.needs_reference and item.reference is None:
+            continue
+        hook = scorer.hook()
+        t0 = time.perf_counter()
+        score = hook(ctx)
+        spent = time.perf_counter() - t0
+        if score is None:  # the module does not apply to this item
+            continue
+        if scorer.name == SCORED_WITHOUT_ORIGINAL:
+            spent += reading_s
+        timings[scorer.name] = timings.get(scorer.name, 0.0) + spent
+        modules[scorer.name] = _checked(scorer.name, score)
     inputs = _base_inputs(item, subject, described, config) | prep.inputs
-    inputs["prompts"] = dict(run.prompts)
+    inputs["prompts"] = dict(ctx.prompts)
     inputs["view_description"] = prep.view.description
-    errors = [f"generation failed ({cond}): {err}" for cond, err in run.errors.items()]
-    assert run.score is not None
-    modules: dict[str, ModuleScore] = {"stability": run.score}
-    status: Status = "failed"  # until the original report is scored
-    original = run.analyzed.get("original")
+    errors = [f"generation failed ({cond}): {err}" for cond, err in ctx.errors.items()]
     failure = None
-    if original is None:  # no original report: nothing else to score, the card fails
-        failure = GenerationFailure(subject, item.item_id, run.errors.get("original", ""))
+    status: Status = "failed"  # until the original report is scored
+    if ctx.original is None:
+        failure = GenerationFailure(subject, item.item_id, ctx.errors.get("original", ""))
     else:
-        with _timed(timings, "logic"):
-            modules["logic"] = logic_score(report=original, nli=models.nli, config=config.logic)
-        with _timed(timings, "grounding"):
-            modules["grounding"] = _grounding(item, subject, original, prep, models, config, store)
-        if item.reference is not None and models.hare is not None:
-            with _timed(timings, "hare"):
-                modules["hare"] = _hare(
-                    item.reference, run.reports["original"].text, models.hare, config
-                )
-        if item.reference is not None:
-            with _timed(timings, "report"):
-                modules["report"] = _report(item.reference, run.reports["original"].text, models)
         status = "partial" if errors else "ok"
     modules = {name: _marked(name, m, models) for name, m in modules.items()}
     card = ScoreCard(
@@ -455,23 +471,38 @@ def _evaluate_subject(
         subject=subject,
         status=status,
         inputs=inputs,
-        reports=run.reports,
+        reports=ctx.reports,
         modules=modules,
         timings=timings,
         warnings=list(prep.warnings),
         errors=errors,
     )
-    if original is not None:
+    if ctx.original is not None:
         card = gate_scorecard(card, fusion=config.fusion, gate=config.gate)
     card.timings["total"] = time.perf_counter() - t_start
     return card, failure
+
+
+def _checked(name: str, score: Any) -> ModuleScore:
+    """A hook's result, refused when it is not the module's ModuleScore.
+
+    Raises:
+        ScoreModuleError: another type, or a score named for another module.
+    """
+    if not isinstance(score, ModuleScore) or score.name != name:
+        got = f"ModuleScore {score.name!r}" if isinstance(score, ModuleScore) else type(score)
+        raise ScoreModuleError(
+            f"score module {name!r}: its hook returned {got}, not a ModuleScore named {name!r}"
+        )
+    return score
 
 
 def _marked(name: str, score: ModuleScore, models: Models) -> ModuleScore:
     """``score`` flagged ``random_weights`` when a model it depends on has random weights."""
     if score.random_weights:
         return score
-    used: list[Any] = [getattr(models, role) for role in MODULE_MODELS.get(name, ())]
+    roles = module_by_name()[name].models
+    used: list[Any] = [getattr(models, role, None) for role in roles]
     if name == "hare" and models.hare is not None:
         used += [models.hare.extractor, models.hare.embedder, models.hare.relations]
     if any(m is not None and is_random(m) for m in used):
@@ -479,90 +510,6 @@ def _marked(name: str, score: ModuleScore, models: Models) -> ModuleScore:
     return score
 
 
-def _grounding(
-    item: WorkItem,
-    subject: str,
-    report: AnalyzedReport,
-    prep: _Prepared,
-    models: Models,
-    config: PathGLSConfig,
-    store: ResultsStore,
-) -> ModuleScore:
-    from pathgls.grounding.sources import open_bag_source
-
-    if models.encoder is None:
-        return ModuleScore(name="grounding", value=None, missing_reason=NO_ENCODER_REASON)
-    keep = config.run.keep_grounding_maps
-    with contextlib.ExitStack() as stack:
-        if prep.roi is not None:
-            source = prep.roi
-        else:
-            assert prep.bag is not None
-            size = prep.inputs.get("slide_size")  # the session's: coords outside are refused
-            source = stack.enter_context(
-                open_bag_source(
-                    prep.bag, slide_size=cast("tuple[int, int]", tuple(size)) if size else None
-                )
-            )
-        res = ground_report(
-            report=report,
-            source=source,
-            encoder=models.encoder,
-            config=config.grounding,
-            foils=models.foils,
-            keep_patch_max=keep,
-        )
-        if keep and res.score.value is not None:
-            values = {
-                t.phrase: np.asarray(res.patch_values(t.phrase)) for t in res.selection.targets
-            }
-            path = store.write_grounding_map(
-                subject,
-                item.item_id,
-                coords=np.asarray(source.coords),
-                values=values,
-                patch_size_level0=int(source.patch_size_level0),
-                space=str(source.space),
-            )
-            res.score.evidence["map"] = str(path.relative_to(store.root))  # GroundingEvidence.map
-    return res.score
-
-
-def _report(reference: str, candidate: str, models: Models) -> ModuleScore:
-    """The report-side component against the item's reference (missing without a scorer)."""
-    from pathgls.baselines.report_side import MODULE, report_score
-
-    if models.report is None:
-        reason = models.report_error or "no report-side scorer was loaded"
-        return ModuleScore(name=MODULE, value=None, missing_reason=reason)
-    return report_score(reference=reference, candidate=candidate, scorer=models.report)
-
-
-def _hare(
-    reference: str, candidate: str, hare_models: HareModels, config: PathGLSConfig
-) -> ModuleScore:
-    import warnings
-
-    from pathgls.hare.models import score_pairs
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        (res,) = score_pairs(
-            references=[reference], candidates=[candidate], models=hare_models, config=config.hare
-        )
-    evidence = HareEvidence(
-        entity_precision=res.entity_precision,
-        entity_recall=res.entity_recall,
-        entity_f1=res.entity_f1,
-        relation_f1=res.relation_f1,
-        entity_matches=tuple(
-            HareEntityMatch.from_dict(dataclasses.asdict(m)) for m in res.entity_matches[:20]
-        ),
-        backend="offline (lexicon entities, MiniLM, report-graph relations)",
-    )
-    return ModuleScore(
-        name="hare",
-        value=float(res.score),
-        evidence=evidence.to_dict(),
-        warnings=[*res.warnings, *(str(w.message) for w in caught)],
-    )
+def module_models() -> dict[str, tuple[str, ...]]:
+    """Which loaded models each module's score depends on (a random one marks the module)."""
+    return {m.name: m.models for m in score_modules() if m.models}

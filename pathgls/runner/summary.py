@@ -28,11 +28,22 @@ from pathgls.io.atomic import write_via
 from pathgls.io.sanitize import csv_cell
 from pathgls.meta.ranking import RULE, card_coverage, rank_subjects
 from pathgls.meta.stats import BootstrapArgs, bootstrap_ci
-from pathgls.modules import MODULE_NAMES
+from pathgls.modules import MODULE_NAMES, module_names
 from pathgls.types import ROUTES, STATUSES, ScoreCard
 
-#: Every module (hare before report: summary.csv's documented column order), then the trust.
-METRICS = (*sorted(MODULE_NAMES, key=lambda m: m == "report"), "trust")
+
+def _metrics(names: tuple[str, ...]) -> tuple[str, ...]:
+    return (*sorted(names, key=lambda m: m == "report"), "trust")
+
+
+def summary_metrics() -> tuple[str, ...]:
+    """Every module, plugins included (report last: summary.csv's documented column order),
+    then the trust."""
+    return _metrics(module_names())
+
+
+#: :func:`summary_metrics` of the built-in modules alone (kept for code that imported it).
+METRICS = _metrics(MODULE_NAMES)
 COUNT_COLUMNS = ("subject", "n_items", *(f"n_{s}" for s in STATUSES), *ROUTES)
 STAT_SUFFIXES = ("n", "mean", "ci_low", "ci_high")
 #: Share of the fusion weight scored, per card (:attr:`pathgls.fusion.FusionResult.coverage`).
@@ -48,11 +59,23 @@ RANK_COLUMNS = (
     "matched_on",
     RANK_COLUMN,
 )
-COLUMNS = (
-    COUNT_COLUMNS
-    + tuple(f"{m}_{s}" for m in (*METRICS, COVERAGE) for s in STAT_SUFFIXES)
-    + RANK_COLUMNS
-)
+
+
+def _columns(metric_names: tuple[str, ...]) -> tuple[str, ...]:
+    return (
+        COUNT_COLUMNS
+        + tuple(f"{m}_{s}" for m in (*metric_names, COVERAGE) for s in STAT_SUFFIXES)
+        + RANK_COLUMNS
+    )
+
+
+def columns() -> tuple[str, ...]:
+    """The summary table's columns (:func:`summarize`), plugins' modules included."""
+    return _columns(summary_metrics())
+
+
+#: :func:`columns` of the built-in modules alone (kept for code that imported it).
+COLUMNS = _columns(METRICS)
 
 _UNKNOWN_SUBJECT = "unknown"
 
@@ -80,9 +103,9 @@ def _values(cards: list[ScoreCard], metric: str) -> list[float]:
 
 def _dtypes() -> dict[str, str]:
     """Column dtypes of the summary table: counts are integers, statistics floats."""
-    counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in (*METRICS, COVERAGE, MATCHED))]
+    counts = [*COUNT_COLUMNS[1:], *(f"{m}_n" for m in (*summary_metrics(), COVERAGE, MATCHED))]
     text = ("subject", "matched_on")
-    out = {c: "object" if c in text else "int64" if c in counts else "float64" for c in COLUMNS}
+    out = {c: "object" if c in text else "int64" if c in counts else "float64" for c in columns()}
     return out  # rank and tier are float64: NaN for an unranked subject
 
 
@@ -106,7 +129,7 @@ def summarise(
         seed: Seed used for every (subject, metric), so the table is reproducible.
 
     Returns:
-        Rows best rank first (unranked last, then by subject), columns :data:`COLUMNS`. Failed
+        Rows best rank first (unranked last, then by subject), columns :func:`columns`. Failed
         cards count in ``n_items`` and ``n_failed`` but give no values; a metric without values
         has ``n`` 0 and NaN statistics. ``coverage_*`` is the share of the fusion weight scored,
         over the subject's completed items like the metrics. ``tier``, ``matched_trust_*``,
@@ -122,8 +145,9 @@ def summarise(
     cards = [c if c.subject else dataclasses.replace(c, subject=_UNKNOWN_SUBJECT) for c in cards]
     if not cards:
         bootstrap_ci([], n_boot=n_boot, confidence=confidence, seed=seed)  # validates arguments
-        return pd.DataFrame({c: [] for c in COLUMNS}).astype(_dtypes())
+        return pd.DataFrame({c: [] for c in columns()}).astype(_dtypes())
     boot = BootstrapArgs(n_boot=n_boot, confidence=confidence, seed=seed)
+    known = summary_metrics()
     ranking = rank_subjects(cards, fusion=fusion, **boot)
     rows: list[dict[str, Any]] = []
     for subject, mine in _by_subject(cards).items():
@@ -132,7 +156,7 @@ def summarise(
         row: dict[str, Any] = {"subject": subject, "n_items": len(mine)}
         row.update({f"n_{s}": statuses.count(s) for s in STATUSES})
         row.update({r: routes.count(r) for r in ROUTES})
-        series = {m: _values(mine, m) for m in METRICS}
+        series = {m: _values(mine, m) for m in known}
         series[COVERAGE] = [v for c in mine if (v := card_coverage(c, fusion)) is not None]
         for metric, xs in series.items():
             low, high = bootstrap_ci(xs, **boot)
@@ -149,7 +173,7 @@ def summarise(
         row[RANK_COLUMN] = float(st.rank) if st is not None and st.rank is not None else math.nan
         rows.append(row)
     rows.sort(key=lambda r: (not math.isfinite(r[RANK_COLUMN]), r[RANK_COLUMN], r["subject"]))
-    return pd.DataFrame(rows, columns=list(COLUMNS)).astype(_dtypes())
+    return pd.DataFrame(rows, columns=list(columns())).astype(_dtypes())
 
 
 def _atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
@@ -244,15 +268,16 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
     cards = list(cards)
     grouped = _by_subject(cards)
     subjects = list(grouped)
-    values = {s: {m: _values(grouped[s], m) for m in METRICS} for s in subjects}
-    metrics = [m for m in METRICS if any(values[s][m] for s in subjects)]
-    if not metrics:
+    known = summary_metrics()
+    values = {s: {m: _values(grouped[s], m) for m in known} for s in subjects}
+    shown = [m for m in known if any(values[s][m] for s in subjects)]
+    if not shown:
         return _no_scores(path)
     panel_width = max(2.8, 0.7 * len(subjects) + 1.2)
-    fig = _new_figure(panel_width * len(metrics), 3.6)
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    fig = _new_figure(panel_width * len(shown), 3.6)
+    axes = fig.subplots(1, len(shown), squeeze=False)[0]
     rng = np.random.default_rng(0)
-    for ax, metric in zip(axes, metrics, strict=True):
+    for ax, metric in zip(axes, shown, strict=True):
         filled = [(i + 1, values[s][metric]) for i, s in enumerate(subjects) if values[s][metric]]
         positions = [p for p, _ in filled]
         data = [np.asarray(v) for _, v in filled]
@@ -274,6 +299,13 @@ def plot_modules(cards: Iterable[ScoreCard], *, path: str | os.PathLike[str]) ->
 
 #: The bar groups of :func:`plot_subjects`: the ranking's number and coverage, then the rest.
 PLOT_GROUPS = (COVERAGE, MATCHED, "trust", *MODULE_NAMES)
+
+
+def plot_groups() -> tuple[str, ...]:
+    """:data:`PLOT_GROUPS` with every module, plugins included."""
+    return (COVERAGE, MATCHED, "trust", *module_names())
+
+
 _GROUP_LABELS = {
     MATCHED: "matched trust\n(ranked within tier)",
     COVERAGE: "coverage\n(tier)",
@@ -312,7 +344,11 @@ def plot_subjects(
     table = table.sort_values(
         [RANK_COLUMN, "subject"], na_position="last", kind="stable"
     ).reset_index(drop=True)
-    groups = [m for m in PLOT_GROUPS if np.isfinite(table[f"{m}_mean"].to_numpy(float)).any()]
+    groups = [  # a plugin's module: when the table has it
+        m
+        for m in plot_groups()
+        if f"{m}_mean" in table.columns and np.isfinite(table[f"{m}_mean"].to_numpy(float)).any()
+    ]
     n_subjects = len(table)
     width = 0.8 / n_subjects
     fig = _new_figure(max(6.0, 1.0 + len(groups) * (0.35 * n_subjects + 0.6)), 4.2)
@@ -402,8 +438,9 @@ def print_summary(table: pd.DataFrame, *, console: Any, compact: bool = False) -
 
     from pathgls.io.sanitize import markup_text as escape
 
-    shown = [m for m in METRICS if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
-    absent = [m for m in METRICS if m not in shown]
+    known = [m for m in summary_metrics() if m in METRICS or f"{m}_n" in table.columns]
+    shown = [m for m in known if len(table) == 0 or (table[f"{m}_n"] > 0).any()]
+    absent = [m for m in known if m not in shown]
     caption = f"missing for every subject: {', '.join(absent)}" if absent else None
     caption = "; ".join(x for x in (caption, RULE) if x is not None)
     if compact:  # one block per subject: nothing cut at 80 columns or in a log
