@@ -27,7 +27,7 @@ Core floor: imports only :mod:`pathgls.evidence` and :mod:`pathgls.errors`.
 from __future__ import annotations
 
 import functools
-import importlib
+import pkgutil
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -251,12 +251,9 @@ def _plugins(taken: set[str]) -> tuple[ModuleScorer, ...]:
 def _resolve_hook(name: str, spec: str | None) -> Callable[[Any], Any]:
     if spec is None:
         raise ScoreModuleError(f"score module {name!r} has no score hook")
-    module_name, _, attr = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as e:
+    try:  # "package.module:function", as entry points name objects
+        target: Any = pkgutil.resolve_name(spec)
+    except (ImportError, AttributeError, ValueError) as e:
         raise ScoreModuleError(
             f"score module {name!r}: its score hook {spec!r} cannot be imported: "
             f"{type(e).__name__}: {e}"
