@@ -66,6 +66,7 @@ def test_the_entity_extractor_is_never_run(monkeypatch: pytest.MonkeyPatch) -> N
         raise AssertionError("the entity pass ran")
 
     monkeypatch.setattr(LexiconExtractor, "extract", boom)
+    monkeypatch.setattr(LexiconExtractor, "extract_parsed", boom)
     res = CliRunner().invoke(app, ["logic", str(REPORTS), "--json", "--workers", "1"])
     assert res.exit_code == 0, res.output
     assert _json_lines(res.output)

@@ -27,7 +27,7 @@ set, so it is the one number here fitted to data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,8 +90,13 @@ def dxalign_scores(
     extractor: EntityExtractor,
     embedder: TextEmbedder,
     config: DxAlignConfig | None = None,
+    analyzed: Mapping[str, AnalyzedReport] | None = None,
 ) -> list[DxAlignResult]:
     """DxAlign of aligned reference/candidate lists (each distinct text analysed once).
+
+    ``analyzed`` holds readings already made of some of the texts, each
+    ``analyze_report(text, extractor=extractor)`` with this very extractor (the pipeline's
+    reading of the original report); they are used instead of reading those texts again.
 
     Raises:
         ValueError: the lists differ in length.
@@ -103,7 +108,7 @@ def dxalign_scores(
     for x in (*references, *candidates):
         if not isinstance(x, str):
             raise TypeError(f"reports must be strings, got {type(x).__name__}")
-    cache: dict[str, AnalyzedReport] = {}
+    cache: dict[str, AnalyzedReport] = dict(analyzed or {})
 
     def analysed(text: str) -> AnalyzedReport:
         if text not in cache:

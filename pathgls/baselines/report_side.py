@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pathgls.baselines.dxalign import DxAlignConfig, dxalign_scores
 from pathgls.config import HareConfig, ReportConfig
@@ -29,6 +29,9 @@ from pathgls.errors import ConfigError, PathGLSError
 from pathgls.evidence import ReportEvidence
 from pathgls.registry import Registry
 from pathgls.types import ModuleScore
+
+if TYPE_CHECKING:
+    from pathgls.text.analyze import AnalyzedReport
 
 #: Version of the DxAlign report score; bumped whenever its value changes for the same inputs.
 DXALIGN_VERSION = "1"
@@ -102,7 +105,12 @@ class DxAlignScorer:
         top = 1.0 + cfg.behaviour_weight - cfg.floor
         return float(min(max((raw - cfg.floor) / top, 0.0), 1.0))
 
-    def score(self, *, reference: str, candidate: str) -> ModuleScore:
+    def score(
+        self, *, reference: str, candidate: str, candidate_read: AnalyzedReport | None = None
+    ) -> ModuleScore:
+        """The ``report`` module of one pair; ``candidate_read``: ``candidate`` already read
+        with :attr:`extractor` (``analyze_report(candidate, extractor=self.extractor)``), used
+        instead of reading it again."""
         why = _empty_reason(reference, candidate)
         if why is not None:
             return _missing(why, backend=self.backend, version=self.version)
@@ -113,6 +121,7 @@ class DxAlignScorer:
                 extractor=self.extractor,
                 embedder=self.embedder,
                 config=DxAlignConfig(behaviour_weight=self.config.behaviour_weight),
+                analyzed=None if candidate_read is None else {candidate: candidate_read},
             )
         except (PathGLSError, ValueError, TypeError, RuntimeError) as e:
             reason = f"dxalign failed: {type(e).__name__}: {e}"
@@ -148,7 +157,16 @@ class HareScorer:
         )
         self.version = "hare; " + ", ".join(f"{k} {v}" for k, v in used.items())
 
-    def score(self, *, reference: str, candidate: str) -> ModuleScore:
+    @property
+    def extractor(self) -> Any:
+        """The entity extractor HARE reads both reports with."""
+        return self.models.extractor
+
+    def score(
+        self, *, reference: str, candidate: str, candidate_read: AnalyzedReport | None = None
+    ) -> ModuleScore:
+        """The ``report`` module of one pair; ``candidate_read``: ``candidate`` already read
+        with :attr:`extractor`, used instead of reading it again."""
         from pathgls.hare.models import score_pairs
 
         why = _empty_reason(reference, candidate)
@@ -162,6 +180,7 @@ class HareScorer:
                     candidates=[candidate],
                     models=self.models,
                     config=self.config,
+                    analyzed=None if candidate_read is None else {candidate: candidate_read},
                 )
         except (PathGLSError, ValueError, TypeError, RuntimeError) as e:
             reason = f"hare failed: {type(e).__name__}: {e}"
@@ -208,6 +227,32 @@ def build_report_scorer(*, config: ReportConfig, models: ReportModels) -> Report
     return REPORT_SIDE.build(config.backend, config=config, models=models)
 
 
-def report_score(*, reference: str, candidate: str, scorer: ReportScorer) -> ModuleScore:
-    """The ``report`` module of ``candidate`` against ``reference`` (missing on bad input)."""
+def report_score(
+    *,
+    reference: str,
+    candidate: str,
+    scorer: ReportScorer,
+    candidate_read: AnalyzedReport | None = None,
+    extractor: Any = None,
+) -> ModuleScore:
+    """The ``report`` module of ``candidate`` against ``reference`` (missing on bad input).
+
+    ``candidate_read`` is ``candidate`` as ``extractor`` read it
+    (``analyze_report(candidate, extractor=extractor)``: the pipeline's reading of the original
+    report). A built-in scorer that reads with that same extractor object uses it instead of
+    reading the candidate again — the same reading, so the same score; any other scorer (another
+    extractor, a plugin backend) reads the candidate itself.
+    """
+    if candidate_read is not None and shares_reading(scorer, extractor):
+        assert isinstance(scorer, DxAlignScorer | HareScorer)
+        return scorer.score(reference=reference, candidate=candidate, candidate_read=candidate_read)
     return scorer.score(reference=reference, candidate=candidate)
+
+
+def shares_reading(scorer: ReportScorer, extractor: Any) -> bool:
+    """Whether ``scorer`` is a built-in one that reads reports with ``extractor`` itself."""
+    return (
+        extractor is not None
+        and isinstance(scorer, DxAlignScorer | HareScorer)
+        and scorer.extractor is extractor
+    )

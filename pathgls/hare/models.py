@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -201,8 +201,18 @@ def _check_texts(name: str, texts: Sequence[str]) -> list[str]:
     return items
 
 
-def prepare_reports(texts: Sequence[str], *, models: HareModels) -> list[HareReport]:
+def prepare_reports(
+    texts: Sequence[str],
+    *,
+    models: HareModels,
+    analyzed: Mapping[str, AnalyzedReport] | None = None,
+) -> list[HareReport]:
     """Analyse each distinct text once, relate and embed all of them in batched calls.
+
+    ``analyzed`` holds readings already made of some of the texts, each
+    ``analyze_report(text, extractor=models.extractor)`` with this very extractor (the
+    pipeline's reading of the original report); they are used instead of reading those texts
+    again, in the same order, so the embedding batch is the same.
 
     Returns:
         One :class:`HareReport` per text, in order (equal texts share one object).
@@ -212,15 +222,18 @@ def prepare_reports(texts: Sequence[str], *, models: HareModels) -> list[HareRep
     """
     items = _check_texts("texts", texts)
     distinct = [t for t in dict.fromkeys(items) if t.strip()]
-    analyzed = [analyze_report(t, extractor=models.extractor) for t in distinct]
-    relations = models.relations.predict(analyzed) if analyzed else []
-    surface = [_SPACE.sub(" ", e.text).strip() for a in analyzed for e in a.entities]
+    read = analyzed or {}
+    reports = [
+        read[t] if t in read else analyze_report(t, extractor=models.extractor) for t in distinct
+    ]
+    relations = models.relations.predict(reports) if reports else []
+    surface = [_SPACE.sub(" ", e.text).strip() for a in reports for e in a.entities]
     unique = list(dict.fromkeys(surface))
     vectors = models.embedder.embed(unique) if unique else np.zeros((0, 0), np.float32)
     row = {t: i for i, t in enumerate(unique)}
     dim = vectors.shape[1] if vectors.ndim == 2 else 0
     out: dict[str, HareReport] = {}
-    for text, a, rels in zip(distinct, analyzed, relations, strict=True):
+    for text, a, rels in zip(distinct, reports, relations, strict=True):
         idx = [row[_SPACE.sub(" ", e.text).strip()] for e in a.entities]
         out[text] = HareReport(
             text=a.text,
@@ -241,11 +254,13 @@ def score_pairs(
     candidates: Sequence[str],
     models: HareModels,
     config: HareConfig | None = None,
+    analyzed: Mapping[str, AnalyzedReport] | None = None,
 ) -> list[HareResult]:
     """HARE of each ``candidates[i]`` against ``references[i]``.
 
     All distinct texts are analysed once and their entities embedded in one batched call
-    (:func:`prepare_reports`). Pairs with an empty side score 0; one
+    (:func:`prepare_reports`; ``analyzed``: readings of some texts already made with
+    ``models.extractor``, used as they are). Pairs with an empty side score 0; one
     :class:`EmptyReportWarning` names them.
 
     Raises:
@@ -259,7 +274,7 @@ def score_pairs(
             f"{len(refs)} references but {len(cands)} candidates: the lists must be aligned"
         )
     cfg = config or HareConfig()
-    reports = prepare_reports([*refs, *cands], models=models)
+    reports = prepare_reports([*refs, *cands], models=models, analyzed=analyzed)
     pairs = zip(reports[: len(refs)], reports[len(refs) :], strict=True)
     results = [hare_score(reference=r, candidate=c, config=cfg) for r, c in pairs]
     empty = [i for i, r in enumerate(results) if r.empty]

@@ -173,14 +173,19 @@ def hare(ctx: ScoringContext) -> ModuleScore | None:
     hare_models = ctx.models.hare
     if hare_models is None:
         return None
-    assert ctx.item.reference is not None
+    assert ctx.item.reference is not None and ctx.original is not None
+    candidate = ctx.reports["original"].text
+    # the pipeline's reading of the original when HARE reads with the run's extractor (the
+    # same object: same lexicon, same cleaning), else HARE reads it with its own (hf-ner ...)
+    same = hare_models.extractor is ctx.models.extractor
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (res,) = score_pairs(
             references=[ctx.item.reference],
-            candidates=[ctx.reports["original"].text],
+            candidates=[candidate],
             models=hare_models,
             config=ctx.config.hare,
+            analyzed={candidate: ctx.original} if same else None,
         )
     evidence = HareEvidence(
         entity_precision=res.entity_precision,
@@ -209,6 +214,10 @@ def report(ctx: ScoringContext) -> ModuleScore:
     if models.report is None:
         reason = models.report_error or "no report-side scorer was loaded"
         return ModuleScore(name=MODULE, value=None, missing_reason=reason)
-    return report_score(
-        reference=ctx.item.reference, candidate=ctx.reports["original"].text, scorer=models.report
+    return report_score(  # the pipeline's reading when the scorer reads with the run's extractor
+        reference=ctx.item.reference,
+        candidate=ctx.reports["original"].text,
+        scorer=models.report,
+        candidate_read=ctx.original,
+        extractor=models.extractor,
     )

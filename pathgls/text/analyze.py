@@ -85,10 +85,14 @@ def analyze_report(report: str | bytes, *, extractor: EntityExtractor) -> Analyz
     """Clean and parse ``report``, extract entities with ``extractor`` and relate them.
 
     The extractor sees the cleaned text (cleaning is idempotent), so every offset refers to
-    ``result.text``. Warnings from cleaning (encoding, HTML, size, language) are kept.
+    ``result.text``; an extractor with an ``extract_parsed(parsed)`` method (the lexicon's) is
+    given this parse instead of parsing the text again. Warnings from cleaning (encoding, HTML,
+    size, language) are kept.
     """
     parsed = parse_report(report)
-    entities = sorted(extractor.extract(parsed.text), key=lambda e: (e.start, e.end))
+    read_parsed = getattr(extractor, "extract_parsed", None)
+    found = read_parsed(parsed) if callable(read_parsed) else extractor.extract(parsed.text)
+    entities = sorted(found, key=lambda e: (e.start, e.end))
     relations = extract_relations(parsed, entities)
     return AnalyzedReport(
         parsed=parsed, entities=entities, relations=relations, warnings=list(parsed.warnings)
