@@ -92,7 +92,7 @@ def test_without_plugins_the_call_time_lists_are_the_built_ins() -> None:
     assert csv_columns() == CSV_COLUMNS and module_headers() == MODULE_HEADERS
     assert table_columns() == FAILURE_COLUMNS and comparable() == COMPARABLE
     assert calibrated_modules() == CALIBRATED and optional_columns() == OPTIONAL_COLUMNS
-    # the card's order: stability generates the reports, then the others
+    # the card's order: stability first (scored even without an original report), then the others
     assert [m.name for m in scoring_order()] == [
         "stability",
         "logic",
