@@ -53,6 +53,28 @@ CLASHING = ModuleScorer(
 )
 
 
+FAILING = ModuleScorer(
+    name="toy_fail", header="F", weight=0.1, models=(), enable_hint=None,
+    evidence=ModuleEvidence, score="toy_mod:fail", order=70,
+)
+WRONG = ModuleScorer(
+    name="toy_wrong", header="W", weight=None, models=(), enable_hint=None,
+    evidence=ModuleEvidence, score="toy_mod:wrong", order=80,
+)
+UNIMPORTABLE = ModuleScorer(
+    name="toy_gone", header="G", weight=None, models=(), enable_hint=None,
+    evidence=ModuleEvidence, score="toy_mod_gone:score", order=90,
+)
+
+
+def fail(ctx):
+    raise RuntimeError("the toy backend is down")
+
+
+def wrong(ctx):
+    return {"value": 0.5}
+
+
 def value(text):
     """Shorter reports score higher: 1 / (1 + words / 10)."""
     return round(1.0 / (1.0 + len(text.split()) / 10.0), 6)
@@ -414,3 +436,49 @@ def test_a_hook_that_cannot_be_imported_is_named() -> None:
     )
     with pytest.raises(ScoreModuleError, match=r"'x': its score hook 'no_such_module:score'"):
         bad.hook()
+
+
+def test_a_failing_plugin_costs_its_module_not_the_card(
+    tmp_path: Path, sample_rois: tuple[Path, ...]
+) -> None:
+    """A plugin whose hook raises, returns a dict or cannot be imported: that module is missing
+    with the reason (and a card warning); the built-in scores and the toy's are all kept."""
+    from pathgls.runner.run import run_benchmark
+
+    entries = (
+        "toy = toy_mod:TOY",
+        "toy_fail = toy_mod:FAILING",
+        "toy_wrong = toy_mod:WRONG",
+        "toy_gone = toy_mod:UNIMPORTABLE",
+    )
+    root = _plugin(tmp_path / "site", *entries)
+    src = tmp_path / "rois"
+    src.mkdir()
+    (src / sample_rois[0].name).symlink_to(sample_rois[0].resolve())
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.syspath_prepend(str(root))
+            refresh_score_modules()
+            config = load_config(run={"subjects": ["captioner"]})
+            run_benchmark(source=src, config=config, out=tmp_path / "run", plots=False)
+            (card,) = _cards(tmp_path / "run")
+    finally:
+        import sys
+
+        sys.modules.pop("toy_mod", None)
+        refresh_score_modules()
+    assert card.status == "ok" and not card.errors
+    assert list(card.modules)[:3] == ["stability", "logic", "grounding"]
+    assert card.modules["stability"].value is not None
+    assert card.value("toy") == _toy(card.reports["original"].text)
+    reasons = {
+        "toy_fail": "score module 'toy_fail' failed: RuntimeError: the toy backend is down",
+        "toy_wrong": "its hook returned <class 'dict'>, not a ModuleScore named 'toy_wrong'",
+        "toy_gone": "its score hook 'toy_mod_gone:score' cannot be imported",
+    }
+    for name, reason in reasons.items():
+        module = card.modules[name]
+        assert module.value is None and reason in (module.missing_reason or "")
+        assert sum(reason in w for w in card.warnings) == 1
+    # the failed module is not invented: the trust fuses what was scored, coverage says so
+    assert card.trust is not None and card.value("toy_fail") is None

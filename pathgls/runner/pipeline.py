@@ -34,6 +34,7 @@ from pathgls.io.names import safe_stem
 from pathgls.modules import (
     SCORE_MODULES,
     SCORED_WITHOUT_ORIGINAL,
+    ModuleScorer,
     module_by_name,
     score_modules,
     scoring_order,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from pathgls.grounding.score import GroundingResult
     from pathgls.grounding.sources import WindowSource
     from pathgls.grounding.targets import FoilEmbeddings
+    from pathgls.runner.scorers import ScoringContext
     from pathgls.subjects.base import Subject
     from pathgls.subjects.views import View
     from pathgls.text.analyze import AnalyzedReport
@@ -440,21 +442,24 @@ def _evaluate_subject(
         generated=generated,
     )
     modules: dict[str, ModuleScore] = {}
+    warnings = list(prep.warnings)
     for scorer in scoring_order():  # stability first
         if scorer.name != SCORED_WITHOUT_ORIGINAL and ctx.original is None:
             break  # no original report: nothing else to score, the card fails
         if scorer.needs_reference and item.reference is None:
             continue
-        hook = scorer.hook()
         t0 = time.perf_counter()
-        score = hook(ctx)
+        if scorer in SCORE_MODULES:
+            score = _checked(scorer.name, scorer.hook()(ctx))
+        else:  # a plugin's failure costs its module, not the card's other scores
+            score = _plugin_score(scorer, ctx, warnings)
         spent = time.perf_counter() - t0
         if score is None:  # the module does not apply to this item
             continue
         if scorer.name == SCORED_WITHOUT_ORIGINAL:
             spent += reading_s
         timings[scorer.name] = timings.get(scorer.name, 0.0) + spent
-        modules[scorer.name] = _checked(scorer.name, score)
+        modules[scorer.name] = score
     inputs = _base_inputs(item, subject, described, config) | prep.inputs
     inputs["prompts"] = dict(ctx.prompts)
     inputs["view_description"] = prep.view.description
@@ -474,7 +479,7 @@ def _evaluate_subject(
         reports=ctx.reports,
         modules=modules,
         timings=timings,
-        warnings=list(prep.warnings),
+        warnings=warnings,
         errors=errors,
     )
     if ctx.original is not None:
@@ -483,12 +488,28 @@ def _evaluate_subject(
     return card, failure
 
 
-def _checked(name: str, score: Any) -> ModuleScore:
+def _plugin_score(
+    scorer: ModuleScorer, ctx: ScoringContext, warnings: list[str]
+) -> ModuleScore | None:
+    """A plugin module's score; when its hook cannot be imported, raises or returns something
+    else, the module is missing with the reason (also a card warning) — never a made-up value."""
+    try:
+        return _checked(scorer.name, scorer.hook()(ctx))
+    except Exception as e:  # a plugin's bug must not cost the built-in modules' scores
+        said = e if isinstance(e, ScoreModuleError) else f"{type(e).__name__}: {e}"
+        reason = f"score module {scorer.name!r} failed: {said}"
+        warnings.append(reason)
+        return ModuleScore(name=scorer.name, value=None, missing_reason=reason)
+
+
+def _checked(name: str, score: Any) -> ModuleScore | None:
     """A hook's result, refused when it is not the module's ModuleScore.
 
     Raises:
         ScoreModuleError: another type, or a score named for another module.
     """
+    if score is None:  # the module does not apply to this item
+        return None
     if not isinstance(score, ModuleScore) or score.name != name:
         got = f"ModuleScore {score.name!r}" if isinstance(score, ModuleScore) else type(score)
         raise ScoreModuleError(
