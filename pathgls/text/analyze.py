@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pathgls.text.base import EntityExtractor, ParsedReport
+from pathgls.text.base import EntityExtractor, ParsedEntityExtractor, ParsedReport
 from pathgls.text.relations import extract_relations
 from pathgls.text.scope import ScopeMap, infer_scopes
 from pathgls.text.sections import parse_report
@@ -85,13 +85,15 @@ def analyze_report(report: str | bytes, *, extractor: EntityExtractor) -> Analyz
     """Clean and parse ``report``, extract entities with ``extractor`` and relate them.
 
     The extractor sees the cleaned text (cleaning is idempotent), so every offset refers to
-    ``result.text``; an extractor with an ``extract_parsed(parsed)`` method (the lexicon's) is
-    given this parse instead of parsing the text again. Warnings from cleaning (encoding, HTML,
+    ``result.text``; a :class:`~pathgls.text.base.ParsedEntityExtractor` (the lexicon) is given
+    this parse instead of parsing the text again. Warnings from cleaning (encoding, HTML,
     size, language) are kept.
     """
     parsed = parse_report(report)
-    read_parsed = getattr(extractor, "extract_parsed", None)
-    found = read_parsed(parsed) if callable(read_parsed) else extractor.extract(parsed.text)
+    if isinstance(extractor, ParsedEntityExtractor):
+        found = extractor.extract_parsed(parsed)
+    else:
+        found = extractor.extract(parsed.text)
     entities = sorted(found, key=lambda e: (e.start, e.end))
     relations = extract_relations(parsed, entities)
     return AnalyzedReport(

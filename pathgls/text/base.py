@@ -118,6 +118,15 @@ class EntityExtractor(Protocol):
     def extract(self, report_text: str) -> list[Entity]: ...
 
 
+@runtime_checkable
+class ParsedEntityExtractor(EntityExtractor, Protocol):
+    """An extractor that also takes a report already parsed (the lexicon's): given
+    :func:`~pathgls.text.sections.parse_report`'s result, it finds the same entities as
+    ``extract(parsed.text)`` without splitting the report again."""
+
+    def extract_parsed(self, parsed: ParsedReport) -> list[Entity]: ...
+
+
 #: The extractor registry: factories ``(argument, **options) -> EntityExtractor`` (filled by the
 #: backend modules on import of ``pathgls.text``). An entry's ``meta["options"]`` names the
 #: keyword options its factory takes (e.g. HARE passes ``threshold`` to ``hf-ner``).
