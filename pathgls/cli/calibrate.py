@@ -326,6 +326,13 @@ def calibrate(
         float | None,
         Opt(help="With --risk: also certify a reject threshold (acceptable among rejected ≤ β)."),
     ] = None,
+    for_run: Annotated[
+        Path | None,
+        Opt(
+            help="With --risk: certify for this run's reports (their trust is known): the "
+            "realised share among its deployed reports ≤ --risk. The gate warns on another run."
+        ),
+    ] = None,
     cutoff: Annotated[
         float | None,
         Opt(help="Expert scores as labels: acceptable = score ≥ this (expert table or --labels)."),
@@ -348,6 +355,10 @@ def calibrate(
     console = Console(stderr=True)
     if batch is not None and risk is None:
         fail(console, CalibrationError("--batch goes with --risk (a certified gate)"))
+    if for_run is not None and risk is None:
+        fail(console, CalibrationError("--for-run goes with --risk (a certified gate)"))
+    if for_run is not None and batch is not None:
+        fail(console, CalibrationError("--for-run certifies for a known run; drop --batch"))
     if risk is not None:
         _certified(
             source=source,
@@ -359,6 +370,7 @@ def calibrate(
             confidence=confidence,
             batch=batch,
             reject_risk=reject_risk,
+            for_run=for_run,
             config=config,
             out=out,
             console=console,

@@ -164,6 +164,40 @@ def trusts(rows: CertRows, weights: dict[str, float]) -> tuple[list[float], list
     return out_t, out_a, dropped
 
 
+@dataclass
+class RunTrust:
+    """The run a run-mode certificate is for: its trust values and who it is."""
+
+    folder: str
+    trust: list[float]
+    digest: str
+    left_out: int  # cards without a weighted module score (the gate cannot deploy them)
+
+
+def run_trust(run_dir: Path, weights: dict[str, float]) -> RunTrust:
+    """The trust of each report of ``run_dir`` under ``weights`` (cards that failed left out).
+
+    Raises:
+        CalibrationError: not a run directory with a readable ScoreCard.
+    """
+    from pathgls.meta.calibrate import calibrated_modules
+    from pathgls.meta.certificate import card_digest
+    from pathgls.runner.store import ResultsStore
+
+    if not run_dir.is_dir():
+        raise CalibrationError(f"--for-run {run_dir}: not a run directory")
+    cards = [c for _, c, _ in ResultsStore(run_dir).iter_cards() if c is not None]
+    done = [c for c in cards if c.status != "failed"]
+    if not done:
+        raise CalibrationError(f"--for-run {run_dir}: no ScoreCard with a report to gate")
+    modules = calibrated_modules()
+    rows = CertRows([], [{m: c.value(m) for m in modules} for c in done], [0] * len(done), "")
+    trust, _, dropped = trusts(rows, weights)
+    if not trust:
+        raise CalibrationError(f"--for-run {run_dir}: no card has a weighted module score")
+    return RunTrust(str(run_dir), trust, card_digest(done), dropped)
+
+
 def gate_thresholds(deploy: Any, reject: Any) -> dict[str, float]:
     """``[gate]`` of the certified config: only certified thresholds, and review = 0 when the
     deploy threshold falls below the gate's default review threshold with no certified reject
@@ -221,6 +255,7 @@ def run_certified(
     weights: dict[str, float],
     out: Path | None,
     console: Console,
+    for_run: Path | None = None,
 ) -> None:
     """Certify, print the certificates, write the config (when ``out``).
 
@@ -230,7 +265,7 @@ def run_certified(
         OSError: ``out`` cannot be written.
     """
     from pathgls.meta.certificate import Certificate, module_coverage
-    from pathgls.meta.certify import CertifyConfig, certify_deploy, certify_reject
+    from pathgls.meta.certify import CertifyConfig, certify_deploy, certify_for_run, certify_reject
 
     rows = load_cert_rows(
         source, labels=labels, cutoff=cutoff, score_column=score_column, acceptable=acceptable
@@ -250,26 +285,37 @@ def run_certified(
             "pass --acceptable 1, for expert scores --cutoff",
             soft_wrap=True,
         )
-    meta = {
+    meta: dict[str, Any] = {
         "labels": rows.labels,
         "subjects": rows.subjects,
         "organs": rows.organs,
         "coverage": module_coverage(rows.scores),
         "weights": weights,
     }
-    dep = certify_deploy(
-        trust=trust,
-        acceptable=ok,
-        config=CertifyConfig(risk=risk, confidence=confidence, batch=batch),
-    )
-    deploy = Certificate.from_result(dep, **meta)  # type: ignore[arg-type]
+    target = None if for_run is None else run_trust(for_run, weights)
+    if target is not None:
+        meta.update(run=target.folder, run_cards=target.digest)
+        if target.left_out:
+            console.print(
+                f"[yellow]warning:[/] {target.left_out} report(s) of {escape(target.folder)} "
+                "without a weighted module score left out (the gate cannot deploy them)",
+                soft_wrap=True,
+            )
+
+    def certify(side: str, share: float) -> Any:
+        cfg = CertifyConfig(risk=share, confidence=confidence, batch=batch)
+        if target is not None:
+            return certify_for_run(
+                trust=trust, acceptable=ok, run_trust=target.trust, config=cfg, side=side
+            )
+        fn = certify_deploy if side == "deploy" else certify_reject
+        return fn(trust=trust, acceptable=ok, config=cfg)
+
+    dep = certify("deploy", risk)
+    deploy = Certificate.from_result(dep, **meta)
     reject = None
     if reject_risk is not None:
-        rej = certify_reject(
-            trust=trust,
-            acceptable=ok,
-            config=CertifyConfig(risk=reject_risk, confidence=confidence, batch=batch),
-        )
+        rej = certify("reject", reject_risk)
         if (
             dep.threshold is not None
             and rej.threshold is not None
@@ -280,7 +326,7 @@ def run_certified(
                 f"threshold {dep.threshold:.3f}"
             )
             rej = replace(rej, threshold=None, bound=None, rate=0.0, reason=why)
-        reject = Certificate.from_result(rej, **meta)  # type: ignore[arg-type]
+        reject = Certificate.from_result(rej, **meta)
     from pathgls.config import GateConfig
 
     needed = [

@@ -16,7 +16,12 @@ from pathgls.types import ScoreCard
 def show_certificates(config: Path, cards: Sequence[ScoreCard], console: Console) -> None:
     """Print the config's certificates (none: say the thresholds carry no guarantee) and the
     ways the run differs from the calibration rows."""
-    from pathgls.meta.certificate import drift_warnings, read_certificates, run_profile
+    from pathgls.meta.certificate import (
+        card_digest,
+        drift_warnings,
+        read_certificates,
+        run_profile,
+    )
 
     try:
         certs = read_certificates(config)
@@ -37,5 +42,12 @@ def show_certificates(config: Path, cards: Sequence[ScoreCard], console: Console
         console.print(f"[{colour}]{escape(lines[0])}[/]", soft_wrap=True)
         for line in lines[1:]:
             console.print(f"  {escape(line)}", soft_wrap=True)
-    for note in drift_warnings(certs[0], subjects=subjects, organs=organs, coverage=coverage):
+    notes = drift_warnings(
+        certs[0],
+        subjects=subjects,
+        organs=organs,
+        coverage=coverage,
+        run_cards=card_digest(cards),
+    )
+    for note in notes:
         console.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathgls.errors import ConfigError
 from pathgls.meta.certify import METHOD, METHOD_BATCH, Certified
+from pathgls.meta.certify_run import METHOD_RUN
 
 if TYPE_CHECKING:
     from pathgls.types import ScoreCard
@@ -57,6 +58,14 @@ class Certificate:
     # many reports; batch_tail bounds the chance that such a batch breaks the risk
     batch: int | None = None
     batch_tail: float | None = None
+    # run mode: the share is the realised one among the run's own deployed (or rejected)
+    # reports; the run (its folder, its report count, a digest of its card ids) and, at the
+    # threshold, how many of its reports are selected and at most how many wrongly
+    run: str = ""
+    run_cards: str = ""
+    run_items: int | None = None
+    run_selected: int | None = None
+    run_errors_bound: int | None = None
 
     @classmethod
     def from_result(
@@ -68,8 +77,13 @@ class Certificate:
         organs: Iterable[str],
         coverage: Mapping[str, float],
         weights: Mapping[str, float],
+        run: str = "",
+        run_cards: str = "",
     ) -> Certificate:
-        """The certificate of a :func:`pathgls.meta.certify.certify_deploy` (or reject) result."""
+        """The certificate of a :func:`pathgls.meta.certify.certify_deploy` (or reject, or
+        :func:`~pathgls.meta.certify.certify_for_run`: pass the run's folder and card digest)
+        result."""
+        method = METHOD if res.batch is None else METHOD_BATCH
         return cls(
             side=res.side,
             certified=res.threshold is not None,
@@ -89,9 +103,14 @@ class Certificate:
             weights=dict(weights),
             reason=res.reason or "",
             rows_needed=res.rows_needed,
-            method=METHOD if res.batch is None else METHOD_BATCH,
+            method=METHOD_RUN if res.run_items is not None else method,
             batch=res.batch,
             batch_tail=None if res.batch_tail is None else round(res.batch_tail, 6),
+            run=run if res.run_items is not None else "",
+            run_cards=run_cards if res.run_items is not None else "",
+            run_items=res.run_items,
+            run_selected=res.run_selected,
+            run_errors_bound=res.run_errors_bound,
         )
 
     def to_toml(self) -> dict[str, Any]:
@@ -109,7 +128,8 @@ class Certificate:
         """
         try:
             kw: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
-            for k in ("threshold", "bound", "rows_needed", "batch", "batch_tail"):  # no null
+            nullable = ("threshold", "bound", "rows_needed", "batch", "batch_tail")
+            for k in (*nullable, "run_items", "run_selected", "run_errors_bound"):  # no null
                 kw.setdefault(k, None)
             kw["subjects"] = tuple(str(s) for s in data.get("subjects", ()))
             kw["organs"] = tuple(str(s) for s in data.get("organs", ()))
@@ -127,13 +147,24 @@ class Certificate:
         head = f"{self.side} certificate ({self.method}, {self.date})"
         if self.batch is not None:
             head += f"; batch mode: the realised share in a batch of {self.batch} reports"
+        if self.run_items is not None:
+            head += (
+                f"; run mode: the realised share among the reports of the run {self.run} "
+                f"({self.run_items} reports)"
+            )
         if self.certified:
             where = (
                 f"{self.side} at trust ≥ {self.threshold:.3f}"
                 if self.side == "deploy"
                 else f"reject below trust {self.threshold:.3f}"
             )
-            if self.batch is None:
+            if self.run_items is not None:
+                first = (
+                    f"{where}: of this run's {self.run_selected} {self.side}ed reports, at most "
+                    f"{self.run_errors_bound} {what.split(' among ')[0]} (share ≤ {self.bound:.3f}"
+                    f" ≤ {self.risk:g}) with probability ≥ {self.confidence:g}"
+                )
+            elif self.batch is None:
                 first = (
                     f"{where}: share {what} ≤ {self.risk:g} with probability ≥ "
                     f"{self.confidence:g} (bound {self.bound:.3f})"
@@ -199,13 +230,22 @@ def drift_warnings(
     subjects: Iterable[str],
     organs: Iterable[str],
     coverage: Mapping[str, float],
+    run_cards: str = "",
 ) -> list[str]:
     """Ways in which a run differs from the calibration rows of ``cert`` (empty: none seen).
 
     Subjects and organs are compared when the certificate recorded them; a module is named when
-    its share of scored rows differs by more than :data:`COVERAGE_GAP`.
+    its share of scored rows differs by more than :data:`COVERAGE_GAP`. A run-mode certificate
+    holds for the reports of its own run only: ``run_cards`` (:func:`card_digest` of the gated
+    cards) must be its digest.
     """
     out = []
+    if cert.run_cards and run_cards != cert.run_cards:
+        out.append(
+            f"this certificate is for the {cert.run_items} reports of the run {cert.run}; these "
+            "reports are not that run's, so its guarantee does not apply to them (certify for "
+            "this run: pathgls calibrate … --risk … --for-run RUN_DIR)"
+        )
     new_subjects = sorted(set(subjects) - set(cert.subjects))
     if cert.subjects and new_subjects:
         out.append(
@@ -228,6 +268,19 @@ def drift_warnings(
             "labelled reports of this kind"
         )
     return out
+
+
+def card_digest(cards: Iterable[ScoreCard]) -> str:
+    """A digest of the ids of the cards that are not failed (which reports a run holds)."""
+    import hashlib
+
+    # the id of labels.tsv (pathgls.inspect.review_page.card_id, a floor above)
+    ids = sorted(
+        f"{c.subject}/{c.item_id}" if c.subject else str(c.item_id)
+        for c in cards
+        if c.status != "failed"
+    )
+    return hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:16]
 
 
 def run_profile(cards: Sequence[ScoreCard]) -> tuple[set[str], set[str], dict[str, float]]:

@@ -29,6 +29,9 @@ rejects nulls until the first that cannot be rejected — no multiplicity correc
   among the reports deployed in the next batch of m, not on the population risk: each threshold
   passes when the bound of :mod:`pathgls.meta.certify_batch` on the chance that such a batch
   breaks α is ≤ δ/2, the calibration side's δ/2 shared by a risk and a deploy-rate bound.
+* **Run mode** (:func:`certify_for_run`): the realised share among the deployed reports of one
+  run whose trust values are known, by an exact hypergeometric bound
+  (:mod:`pathgls.meta.certify_run`).
 
 Pure functions on arrays; no I/O.
 """
@@ -44,6 +47,13 @@ from scipy import stats
 
 from pathgls.errors import CalibrationError
 from pathgls.meta.certify_batch import DELTA_SHARES, batch_bounds, batch_tail, min_clean_rows
+from pathgls.meta.certify_run import (
+    check_run_trust,
+    count_upper,
+    rows_needed_run,
+    run_sequence,
+    side_counts,
+)
 
 #: The gate decides on trust rounded to 3 decimals, so these are all the thresholds there are.
 GRID_DECIMALS = 3
@@ -132,6 +142,11 @@ class Certified:
     rows_needed: int | None = None  # labelled rows in all for a certificate at observed rates
     batch: int | None = None
     batch_tail: float | None = None
+    # run mode: the run's report count, how many it selects at the threshold, and the bound on
+    # the errors among those (``bound`` is then that count over ``run_selected``)
+    run_items: int | None = None
+    run_selected: int | None = None
+    run_errors_bound: int | None = None
 
 
 def binomial_upper(*, k: float, n: float, delta: float) -> float:
@@ -438,3 +453,106 @@ def rows_needed(
                 lo, hi = (lo, mid) if passes(mid, d, p) else (mid, hi)
             best = hi if best is None else min(best, hi)
     return None if best is None else max(best, n + 1)
+
+
+def certify_for_run(
+    *,
+    trust: Sequence[float],
+    acceptable: Sequence[bool | int],
+    run_trust: Sequence[float],
+    config: CertifyConfig,
+    side: str = "deploy",
+    explain: bool = True,
+) -> Certified:
+    """A threshold for one run: share of errors among *its* selected reports ≤ α w.p. ≥ 1 − δ.
+
+    Deploy: unacceptable among the run's reports with trust ≥ λ; reject: acceptable among those
+    with trust < λ. ``run_trust`` are the run's trust values (no labels); the calibration rows
+    and the run's reports must be exchangeable (:mod:`pathgls.meta.certify_run`). One fixed
+    sequence at δ (the config's ``starts`` are not used); batch mode does not combine with it.
+
+    Raises:
+        CalibrationError: bad rows (as :func:`certify_deploy`), a run without a finite trust
+            value, a batch size in ``config`` or an unknown side.
+    """
+    if config.batch is not None:
+        raise CalibrationError("run mode certifies for a known run: it takes no batch size")
+    if side not in ("deploy", "reject"):
+        raise CalibrationError(f"side must be deploy or reject; got {side!r}")
+    t, a = _check(trust, acceptable)
+    try:
+        r = check_run_trust(run_trust, GRID_DECIMALS)
+    except ValueError as e:
+        raise CalibrationError(str(e)) from e
+    grid = np.asarray(GRID[::-1] if side == "deploy" else GRID)
+    counts, errors, run_counts = side_counts(t, a, r, grid, side)
+    delta, n, m = config.delta, int(t.size), int(r.size)
+    passed, tested, start = run_sequence(
+        counts=counts, errors=errors, run_counts=run_counts, risk=config.risk, delta=delta
+    )
+    if passed is not None:
+        c, k, d = int(counts[passed]), int(errors[passed]), int(run_counts[passed])
+        up = count_upper(errors=k, selected=c, run_selected=d, delta=delta)
+        return Certified(
+            side=side,
+            threshold=float(grid[passed]),
+            risk=config.risk,
+            confidence=config.confidence,
+            n=n,
+            n_selected=c,
+            n_errors=k,
+            bound=up / d,
+            rate=c / n,
+            tested=tested,
+            run_items=m,
+            run_selected=d,
+            run_errors_bound=up,
+        )
+    what = "unacceptable" if side == "deploy" else "acceptable"
+    verb = "deploy" if side == "deploy" else "reject"
+    if start is None:
+        reason = (
+            f"no threshold {verb}s enough of the run's {m} reports and the {n} calibration rows "
+            f"for even an error-free calibration set to certify a share of {what} ≤ "
+            f"{config.risk:g} among them at confidence {config.confidence:g}"
+        )
+    else:
+        c, k, d = int(counts[start]), int(errors[start]), int(run_counts[start])
+        up = count_upper(errors=k, selected=c, run_selected=d, delta=delta)
+        reason = (
+            f"the strictest testable threshold {grid[start]:.3f} {verb}s {c} of {n} calibration "
+            f"rows with {k} {what} and {d} of the run's {m} reports, of which up to {up} could "
+            f"be {what} (share {up / d:.3f} > {config.risk:g})"
+        )
+    need = None
+    if explain:
+        need = rows_needed_run(
+            counts=counts,
+            errors=errors,
+            run_counts=run_counts,
+            n=n,
+            risk=config.risk,
+            delta=delta,
+        )
+        reason += (
+            f"; at the observed rates at least {need} labelled rows in all ({need - n} more)"
+            if need is not None
+            else f"; no threshold's observed share of {what} is low enough for a run of {m} "
+            "reports, so more labelled rows cannot help (a larger risk or a better trust "
+            "score can)"
+        )
+    return Certified(
+        side=side,
+        threshold=None,
+        risk=config.risk,
+        confidence=config.confidence,
+        n=n,
+        n_selected=0,
+        n_errors=0,
+        bound=None,
+        rate=0.0,
+        tested=tested,
+        reason=reason,
+        rows_needed=need,
+        run_items=m,
+    )
