@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from pathgls.cli import app
 from pathgls.errors import CalibrationError
+from pathgls.inspect.review_cert import certificate_panel
 from pathgls.meta.certificate import read_certificates
 from pathgls.meta.certify import CertifyConfig, certify_deploy, certify_for_run
 from pathgls.meta.certify_run import count_upper
@@ -220,6 +221,16 @@ def test_cli_certifies_for_a_run_and_the_gate_checks_it_is_that_run(tmp_path: Pa
     # on the calibration run (other reports): the guarantee does not apply, said
     res = RUNNER.invoke(app, ["gate", str(cal), "--config", str(out)])
     assert "not that run's" in res.output.replace("\n", " ")
+
+    # the HTML report's certificate panel: the same check
+    def panel(run_dir: Path) -> dict:
+        cards = [c for _, c, _ in ResultsStore(run_dir).iter_cards() if c is not None]
+        return certificate_panel(out, cards)
+
+    same, other = panel(new), panel(cal)
+    assert any("run mode" in line for line in same["certificates"][0]["lines"])
+    assert not any("not that run's" in w for w in same["certificate_warnings"])
+    assert any("not that run's" in w for w in other["certificate_warnings"])
 
 
 def test_cli_refuses_run_mode_without_risk_with_batch_or_without_a_run(tmp_path: Path) -> None:

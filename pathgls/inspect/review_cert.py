@@ -17,7 +17,12 @@ def certificate_panel(config: Path, cards: list[ScoreCard]) -> dict[str, Any]:
     Raises:
         RunReportError: the config cannot be read.
     """
-    from pathgls.meta.certificate import drift_warnings, read_certificates, run_profile
+    from pathgls.meta.certificate import (
+        card_digest,
+        drift_warnings,
+        read_certificates,
+        run_profile,
+    )
 
     try:
         certs = read_certificates(config)
@@ -30,6 +35,10 @@ def certificate_panel(config: Path, cards: list[ScoreCard]) -> dict[str, Any]:
     return {
         "certificates": [{"certified": c.certified, "lines": c.lines()} for c in certs],
         "certificate_warnings": drift_warnings(
-            certs[0], subjects=subjects, organs=organs, coverage=coverage
+            certs[0],
+            subjects=subjects,
+            organs=organs,
+            coverage=coverage,
+            run_cards=card_digest(cards),
         ),
     }
