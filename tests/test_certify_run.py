@@ -244,3 +244,9 @@ def test_cli_refuses_run_mode_without_risk_with_batch_or_without_a_run(tmp_path:
     assert res.exit_code != 0 and "drop --batch" in res.output
     res = RUNNER.invoke(app, [*base, "--risk", "0.1", "--for-run", str(tmp_path / "nowhere")])
     assert res.exit_code != 0 and "not a run directory" in res.output
+    # the labelled run itself: refused; another run with the same card ids: warned
+    res = RUNNER.invoke(app, [*base, "--risk", "0.1", "--for-run", str(cal)])
+    assert res.exit_code != 0 and "cannot vouch for themselves" in res.output
+    twin = _write_run(tmp_path / "twin", [0.3, 0.9], prefix="c")
+    res = RUNNER.invoke(app, [*base, "--risk", "0.1", "--for-run", str(twin)])
+    assert "2 report(s)" in res.output and "id of a calibration row" in res.output

@@ -172,6 +172,7 @@ class RunTrust:
     trust: list[float]
     digest: str
     left_out: int  # cards without a weighted module score (the gate cannot deploy them)
+    ids: list[str]  # the card ids (subject/item_id) of the reports certified for
 
 
 def run_trust(run_dir: Path, weights: dict[str, float]) -> RunTrust:
@@ -195,7 +196,8 @@ def run_trust(run_dir: Path, weights: dict[str, float]) -> RunTrust:
     trust, _, dropped = trusts(rows, weights)
     if not trust:
         raise CalibrationError(f"--for-run {run_dir}: no card has a weighted module score")
-    return RunTrust(str(run_dir), trust, card_digest(done), dropped)
+    ids = [f"{c.subject}/{c.item_id}" if c.subject else str(c.item_id) for c in done]
+    return RunTrust(str(run_dir), trust, card_digest(done), dropped, ids)
 
 
 def gate_thresholds(deploy: Any, reject: Any) -> dict[str, float]:
@@ -292,8 +294,24 @@ def run_certified(
         "coverage": module_coverage(rows.scores),
         "weights": weights,
     }
+    if for_run is not None and for_run.resolve() == source.resolve():
+        raise CalibrationError(
+            f"--for-run {for_run} is the run the labels come from: its labelled reports cannot "
+            "vouch for themselves. Label a random sample of another run's reports (or of this "
+            "kind) and certify for this one"
+        )
     target = None if for_run is None else run_trust(for_run, weights)
     if target is not None:
+        shared = set(target.ids) & set(rows.ids)
+        if shared:
+            console.print(
+                f"[yellow]warning:[/] {len(shared)} report(s) of {escape(target.folder)} have the "
+                "id of a calibration row (e.g. "
+                f"{escape(sorted(shared)[0])}): if they are the same reports the guarantee does "
+                "not hold (it needs the labelled and the run's reports to be different draws of "
+                "one kind)",
+                soft_wrap=True,
+            )
         meta.update(run=target.folder, run_cards=target.digest)
         if target.left_out:
             console.print(
