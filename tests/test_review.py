@@ -234,6 +234,8 @@ def test_review_labels_reach_calibrate_risk(run: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "1 card(s) labelled more than once; the last label counts" in res.output
     assert "1 label(s) for no card of this run, ignored: ghost/item" in res.output
+    # review labels are the review route's, not a random sample of the run: said
+    assert "not a random sample of the run" in " ".join(res.output.split())
     assert "NOT certified" in res.output and "no deploy threshold written" in res.output
     import tomllib
 

@@ -70,6 +70,11 @@ def _run_rows(source: Path, *, labels: Path, cutoff: float | None, acceptable: f
         lab = read_review_labels(labels)
         values, how = lab.values, lab.source
         notes += lab.notes()
+        notes.append(
+            "labels from pathgls review cover the cards a gate sent to review, not a random "
+            "sample of the run: a certificate from them holds for reports like those; label a "
+            "random sample of reports to certify for all of them"
+        )
     elif cutoff is not None:
         lab = expert_labels(labels, cutoff=cutoff, id_columns=("item_id",))
         values, how = lab.values, lab.source
