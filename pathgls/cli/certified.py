@@ -186,6 +186,7 @@ def run_trust(run_dir: Path, weights: dict[str, float]) -> RunTrust:
     Raises:
         CalibrationError: not a run directory with a readable ScoreCard.
     """
+    from pathgls.inspect.review_page import card_id
     from pathgls.meta.calibrate import calibrated_modules
     from pathgls.meta.certificate import card_digest
     from pathgls.runner.store import ResultsStore
@@ -201,8 +202,7 @@ def run_trust(run_dir: Path, weights: dict[str, float]) -> RunTrust:
     trust, _, dropped = trusts(rows, weights)
     if not trust:
         raise CalibrationError(f"--for-run {run_dir}: no card has a weighted module score")
-    ids = [f"{c.subject}/{c.item_id}" if c.subject else str(c.item_id) for c in done]
-    return RunTrust(str(run_dir), trust, card_digest(done), dropped, ids)
+    return RunTrust(str(run_dir), trust, card_digest(done), dropped, [card_id(c) for c in done])
 
 
 def gate_thresholds(deploy: Any, reject: Any) -> dict[str, float]:
