@@ -110,6 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, float], dict[str, list[float]]] = {}
     t1 = time.perf_counter()
     rows_of = {c: np.flatnonzero(cases == c) for c in names}
+
+    def for_run(fit: np.ndarray, run: np.ndarray, alpha: float):
+        """Run mode: certified on the rows ``fit`` for the rows ``run`` (their trust only)."""
+        return certify_for_run(
+            trust=trust[fit],
+            acceptable=ok[fit],
+            run_trust=trust[run],
+            config=CertifyConfig(risk=alpha, confidence=args.confidence),
+            explain=False,
+        )
+
     for _ in range(args.splits):
         cal_cases = rng.permutation(names)[: len(names) // 2]
         cal = np.isin(cases, cal_cases)
@@ -144,13 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 config=CertifyConfig(risk=alpha, confidence=args.confidence, batch=indep.size),
                 explain=False,
             )
-            run_indep = certify_for_run(
-                trust=trust[boot],
-                acceptable=ok[boot],
-                run_trust=trust[indep],
-                config=CertifyConfig(risk=alpha, confidence=args.confidence),
-                explain=False,
-            )
+            run_indep = for_run(boot, indep, alpha)
             for method, thr in (
                 ("cert/indep", pop.threshold),
                 ("batch/indep", pop_batch.threshold),
@@ -176,13 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             prec = thresholds_for_precision(
                 trust=trust[cal], acceptable=ok[cal], target_precision=1 - alpha
             )
-            run = certify_for_run(
-                trust=trust[cal],
-                acceptable=ok[cal],
-                run_trust=trust[test],
-                config=CertifyConfig(risk=alpha, confidence=args.confidence),
-                explain=False,
-            )
+            run = for_run(cal, test, alpha)
             for method, thr in (
                 ("certified", cert.threshold),
                 ("batch", batch.threshold),
